@@ -1,0 +1,68 @@
+"""The backend interface: what any model must give benchc, and nothing about how.
+
+Batching, caching and ordering live outside (``benchc.models.collate``, ``benchc.results``), so a
+backend is only "a batch of queries in, arrays out".
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Query:
+    """One model input: an RGB uint8 image (H, W, 3), the question and its options."""
+
+    image: np.ndarray
+    question: str
+    options: tuple[str, ...]
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class BatchOutput:
+    """What one forward pass over a batch of B queries yields.
+
+    ``option_logits``: float32 (B, K_max), NaN where a sample has fewer than K_max options.
+    ``option_mass``: float32 (B,), full-vocabulary probability of the sample's K letters together.
+    ``logprobs``: float32 (B, V) full next-token log-distribution at the answer position, when asked.
+    ``top_ids`` / ``top_logprobs``: int64 / float32 (B, k), the top-k of it, when asked for top-k.
+    """
+
+    option_logits: np.ndarray
+    option_mass: np.ndarray
+    logprobs: np.ndarray | None = None
+    top_ids: np.ndarray | None = None
+    top_logprobs: np.ndarray | None = None
+
+
+class Backend(ABC):
+    """A model that answers multiple-choice queries with option logits."""
+
+    #: Stable identity of (weights, revision, dtype, prompt version) for result cache keys.
+    fingerprint: str
+    #: Human-readable name used for threshold folders (``thresholds/<slug>/``).
+    name: str
+
+    @abstractmethod
+    def forward(
+        self, queries: Sequence[Query], *, distribution: bool = False, top_k: int | None = None
+    ) -> BatchOutput:
+        """Score a batch. ``distribution`` asks for the full next-token log-distribution,
+        ``top_k`` for only its top-k (to save memory)."""
+
+    def vision_features(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        """Pooled final-layer vision-tower features (B, D): mean of patch tokens.
+
+        Black-box backends have no vision tower and raise ``NotImplementedError``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} exposes no vision tower")
+
+    @property
+    def white_box(self) -> bool:
+        """True when option logits are exact (not a sampling estimate)."""
+        return True
