@@ -21,6 +21,8 @@ class Query:
     question: str
     options: tuple[str, ...]
     hint: str | None = None
+    #: Optional sample id, used only to name the sample in error messages.
+    id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,9 @@ class BatchOutput:
     ``option_mass``: float32 (B,), full-vocabulary probability of the sample's K letters together.
     ``logprobs``: float32 (B, V) full next-token log-distribution at the answer position, when asked.
     ``top_ids`` / ``top_logprobs``: int64 / float32 (B, k), the top-k of it, when asked for top-k.
+    ``letter_counts``: int64 (B, K_max), sampled replies per letter (sampling proxy only; -1 where
+    a sample has fewer than K_max options). ``n_unparsed``: int64 (B,), replies that named no
+    letter (sampling proxy only; SPEC section 3 requires reporting them).
     """
 
     option_logits: np.ndarray
@@ -38,6 +43,8 @@ class BatchOutput:
     logprobs: np.ndarray | None = None
     top_ids: np.ndarray | None = None
     top_logprobs: np.ndarray | None = None
+    letter_counts: np.ndarray | None = None
+    n_unparsed: np.ndarray | None = None
 
 
 class Backend(ABC):
@@ -47,6 +54,15 @@ class Backend(ABC):
     fingerprint: str
     #: Human-readable name used for threshold folders (``thresholds/<slug>/``).
     name: str
+    #: Default number of queries per ``forward`` call (the collator's batch size).
+    batch_size: int = 1
+
+    def length_key(self, query: Query) -> tuple[int, ...]:
+        """Sortable key; queries with equal keys have equal prompt lengths (no padding).
+
+        The collator batches equal keys together. The default treats all queries as equal.
+        """
+        return (0,)
 
     @abstractmethod
     def forward(
