@@ -1,0 +1,111 @@
+"""Content-addressed on-disk cache of corrupted images, shared across models and processes.
+
+A key names everything the pixels depend on (image content, image size, corruption, severity,
+seed, sample id, engine and library versions), so a stale entry can never be hit and every model
+evaluated on the same data and image size reuses the same files. Files are lossless PNG written to
+a temp file in the same directory and renamed into place, so concurrent writers of one key (xdist
+workers, pool processes) only ever expose complete files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from .engine import ENGINE_VERSION, library_version
+
+#: Environment variable that overrides the default cache root.
+CACHE_ENV = "BENCHC_CACHE_DIR"
+
+
+def default_cache_root() -> Path:
+    """``$BENCHC_CACHE_DIR`` if set, else ``~/.cache/benchc/corruptions``."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env) if env else Path.home() / ".cache" / "benchc" / "corruptions"
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """Identity of one corrupted image. ``content`` is :func:`engine.content_hash` of the input."""
+
+    content: str
+    image_size: int | None
+    corruption: str
+    severity: int
+    seed: int
+    sample_id: str
+
+    def digest(self) -> str:
+        payload = json.dumps(
+            [
+                ENGINE_VERSION,
+                library_version(),
+                self.content,
+                self.image_size,
+                self.corruption,
+                int(self.severity),
+                int(self.seed),
+                str(self.sample_id),
+            ]
+        )
+        return hashlib.blake2b(payload.encode("utf-8"), digest_size=20).hexdigest()
+
+
+class CorruptionCache:
+    """``<root>/<2 hex>/<digest>.png`` files; safe for concurrent readers and writers."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = Path(root) if root is not None else default_cache_root()
+
+    def __repr__(self) -> str:
+        return f"CorruptionCache({str(self.root)!r})"
+
+    def path(self, key: CacheKey) -> Path:
+        digest = key.digest()
+        return self.root / digest[:2] / f"{digest}.png"
+
+    def get(self, key: CacheKey, shape: tuple[int, ...] | None = None) -> np.ndarray | None:
+        """The cached (H, W, 3) uint8 array, or ``None`` on a miss.
+
+        An unreadable file or one whose shape differs from ``shape`` counts as a miss, so a damaged
+        entry is recomputed and overwritten rather than trusted.
+        """
+        path = self.path(key)
+        try:
+            with Image.open(path) as im:
+                im.load()
+                if im.mode != "RGB":
+                    return None
+                array = np.asarray(im, dtype=np.uint8)
+        except (OSError, ValueError, SyntaxError):
+            return None
+        if shape is not None and array.shape != tuple(shape):
+            return None
+        return array
+
+    def put(self, key: CacheKey, array: np.ndarray) -> Path:
+        """Store ``array`` atomically (temp file in the same directory, then ``os.replace``)."""
+        if array.ndim != 3 or array.shape[2] != 3 or array.dtype != np.uint8:
+            raise ValueError(f"cache entries are (H, W, 3) uint8; got {array.shape} {array.dtype}")
+        path = self.path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:12]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                Image.fromarray(array).save(f, format="PNG", compress_level=1)
+            os.chmod(tmp, 0o644)  # mkstemp makes 0600; the cache is shared
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        return path

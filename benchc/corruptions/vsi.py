@@ -1,0 +1,144 @@
+"""VSI perturbations (SPEC section 5): Gaussian blur inside a dilated region, or everywhere.
+
+The blur uses kernel size 4 sigma + 1 (radius round(2 sigma)), reflect borders, and is computed on
+the whole image so pixels near the region edge see their true neighbours; only pixels inside the
+region dilated by ``dilate`` px (Euclidean) are replaced, every other pixel is copied unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image
+from scipy import ndimage
+
+from benchc.spec import VSI_DILATE_PX, VSI_SIGMA
+
+#: A box ``(x0, y0, x1, y1)`` (x1, y1 exclusive) or a bool mask ``(H, W)``.
+Region = tuple[int, int, int, int] | np.ndarray
+
+
+def _check_image(image_array: np.ndarray) -> None:
+    if (
+        not isinstance(image_array, np.ndarray)
+        or image_array.ndim != 3
+        or image_array.shape[2] != 3
+    ):
+        shape = getattr(image_array, "shape", type(image_array).__name__)
+        raise ValueError(f"expected a (H, W, 3) image array; got {shape}")
+    if image_array.dtype != np.uint8:
+        raise ValueError(f"expected a uint8 image array; got dtype {image_array.dtype}")
+
+
+def _blurred(image_array: np.ndarray, sigma: float) -> np.ndarray:
+    if not np.isfinite(sigma) or sigma <= 0:
+        raise ValueError(f"blur sigma must be a positive number; got {sigma!r}")
+    radius = max(1, round(2 * sigma))  # kernel size 2 * radius + 1 = 4 sigma + 1
+    out = ndimage.gaussian_filter(
+        image_array.astype(np.float64), sigma=sigma, radius=radius, axes=(0, 1), mode="reflect"
+    )
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+def whole_blur(image_array: np.ndarray, sigma: float = VSI_SIGMA) -> np.ndarray:
+    """Blur every pixel (the VSI fallback when no region is known)."""
+    _check_image(image_array)
+    return _blurred(image_array, float(sigma))
+
+
+def region_mask(
+    region: Region, shape: tuple[int, int], *, dilate: int = VSI_DILATE_PX
+) -> np.ndarray:
+    """Bool (H, W) mask of ``region`` dilated by ``dilate`` px; errors name what is wrong."""
+    h, w = shape
+    if isinstance(region, np.ndarray):
+        if region.shape != (h, w):
+            raise ValueError(
+                f"region mask has shape {region.shape} but the image is {(h, w)}; "
+                "map it with scale_region first"
+            )
+        if region.dtype != np.bool_:
+            raise ValueError(f"region mask must be bool; got dtype {region.dtype}")
+        mask = region.copy()
+    else:
+        x0, y0, x1, y1 = _box(region)
+        cx0, cy0, cx1, cy1 = max(0, x0), max(0, y0), min(w, x1), min(h, y1)
+        if cx0 >= cx1 or cy0 >= cy1:
+            raise ValueError(f"region box {tuple(region)} does not overlap the {w}x{h} image")
+        mask = np.zeros((h, w), dtype=bool)
+        mask[cy0:cy1, cx0:cx1] = True
+    if not mask.any():
+        raise ValueError("region mask selects no pixels")
+    if isinstance(dilate, bool) or int(dilate) != dilate or dilate < 0:
+        raise ValueError(f"dilate must be a non-negative integer; got {dilate!r}")
+    if dilate:
+        mask = ndimage.distance_transform_edt(~mask) <= dilate
+    return mask
+
+
+def region_blur(
+    image_array: np.ndarray,
+    region: Region,
+    *,
+    sigma: float = VSI_SIGMA,
+    dilate: int = VSI_DILATE_PX,
+) -> np.ndarray:
+    """Blur the pixels inside ``region`` (array pixel coordinates) dilated by ``dilate`` px."""
+    _check_image(image_array)
+    mask = region_mask(region, image_array.shape[:2], dilate=dilate)
+    out = image_array.copy()
+    out[mask] = _blurred(image_array, float(sigma))[mask]
+    return out
+
+
+def _box(region: object) -> tuple[int, int, int, int]:
+    x0, y0, x1, y1 = _box_floats(region)
+    return int(np.floor(x0)), int(np.floor(y0)), int(np.ceil(x1)), int(np.ceil(y1))
+
+
+def scale_region(region: Region, from_size: tuple[int, int], to_size: tuple[int, int]) -> Region:
+    """Map a region annotated on an image of ``from_size`` onto one of ``to_size``.
+
+    Sizes are ``(width, height)`` as PIL's ``Image.size``. Boxes scale outward (floor/ceil) and
+    masks keep every target pixel that any source pixel covers, so the region never shrinks away.
+    """
+    (fw, fh), (tw, th) = from_size, to_size
+    if min(fw, fh, tw, th) <= 0:
+        raise ValueError(f"sizes must be positive (width, height); got {from_size} -> {to_size}")
+    if isinstance(region, np.ndarray):
+        if region.shape != (fh, fw):
+            raise ValueError(
+                f"region mask shape {region.shape} does not match from_size {from_size}"
+            )
+        if (fw, fh) == (tw, th):
+            return region.astype(bool)
+        scaled = Image.fromarray(region.astype(np.uint8) * 255).resize(
+            (tw, th), Image.Resampling.BOX
+        )
+        return np.asarray(scaled) > 0
+    x0, y0, x1, y1 = _box_floats(region)
+    sx, sy = tw / fw, th / fh
+    return (
+        int(np.floor(x0 * sx)),
+        int(np.floor(y0 * sy)),
+        int(np.ceil(x1 * sx)),
+        int(np.ceil(y1 * sy)),
+    )
+
+
+def _box_floats(region: object) -> tuple[float, float, float, float]:
+    try:
+        values = tuple(float(v) for v in region)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"region must be a (x0, y0, x1, y1) box or a bool mask; got {region!r}"
+        ) from None
+    if (
+        len(values) != 4
+        or not all(np.isfinite(values))
+        or values[2] <= values[0]
+        or values[3] <= values[1]
+    ):
+        raise ValueError(
+            f"region box must be 4 finite numbers with x0 < x1, y0 < y1; got {region!r}"
+        )
+    return values  # type: ignore[return-value]
