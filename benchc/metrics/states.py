@@ -1,0 +1,101 @@
+"""Correctness-state attribution (Eqs. 12-16) and the Mixed-cell rate (Table II).
+
+States are indexed in the order ``STATES = ("cc", "cw", "wc", "ww")``: first letter clean
+correctness, second corrupted correctness. All functions reduce over axis 0 (samples) and keep
+whatever trailing shape the values have, so one call covers a whole (D, L) grid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "STATES",
+    "StateAttribution",
+    "mixed_cell_rate",
+    "state_attribution",
+    "state_codes",
+]
+
+STATES: tuple[str, ...] = ("cc", "cw", "wc", "ww")
+
+
+def state_codes(clean_correct: np.ndarray, corrupt_correct: np.ndarray) -> np.ndarray:
+    """State index per pair: 0 cc, 1 cw, 2 wc, 3 ww. ``clean_correct`` (N,) is broadcast over
+    the trailing axes of ``corrupt_correct`` (N, ...)."""
+    cc = np.asarray(clean_correct, dtype=bool)
+    xc = np.asarray(corrupt_correct, dtype=bool)
+    cc = cc.reshape(cc.shape + (1,) * (xc.ndim - cc.ndim))
+    return (2 * (~cc) + (~xc)).astype(np.int8)
+
+
+@dataclass(frozen=True)
+class StateAttribution:
+    """Eqs. 12-16 for one quantity M over a trailing shape T (e.g. (D, L)).
+
+    ``count`` (4, *T): |Q_ab|; ``mean`` (4, *T): M_ab (Eq. 13); ``alpha`` (4, *T): alpha_ab
+    (Eq. 14, row a's share of source a); ``pi`` (2, *T): pi_c, pi_w (Eq. 14);
+    ``source`` (2, *T): M_c, M_w (Eq. 15); ``aggregate`` (*T): M (Eq. 16).
+    Means over empty sets are NaN; an empty state inside a non-empty source has alpha = 0 and
+    drops out of Eq. 15 rather than poisoning it.
+    """
+
+    count: np.ndarray
+    mean: np.ndarray
+    alpha: np.ndarray
+    pi: np.ndarray
+    source: np.ndarray
+    aggregate: np.ndarray
+
+
+def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def state_attribution(
+    clean_correct: np.ndarray,
+    corrupt_correct: np.ndarray,
+    values: np.ndarray,
+    valid: np.ndarray | None = None,
+) -> StateAttribution:
+    """State-conditioned means, weights and aggregates of ``values`` (N, ...) per trailing cell.
+
+    ``valid`` (N, ...) excludes pairs (e.g. unparseable black-box pairs); pairs whose value is
+    NaN are excluded too.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    code = state_codes(clean_correct, corrupt_correct)
+    code = np.broadcast_to(code, values.shape)
+    ok = ~np.isnan(values)
+    if valid is not None:
+        ok &= np.asarray(valid, dtype=bool)
+    v0 = np.where(ok, values, 0.0)
+    onehot = (code[None] == np.arange(4).reshape((4,) + (1,) * code.ndim)) & ok[None]
+    count = onehot.sum(axis=1)
+    total = np.sum(onehot * v0[None], axis=1)
+    mean = _safe_div(total, count)
+    src_count = count.reshape((2, 2, *count.shape[1:])).sum(axis=1)
+    alpha = _safe_div(count, np.repeat(src_count, 2, axis=0))
+    n_all = src_count.sum(axis=0)
+    pi = _safe_div(src_count, n_all[None])
+    contrib = np.where(count > 0, alpha * np.where(count > 0, mean, 0.0), 0.0)
+    source = contrib.reshape((2, 2, *count.shape[1:])).sum(axis=1)
+    source = np.where(src_count > 0, source, np.nan)
+    aggregate = np.where(src_count > 0, pi * np.where(src_count > 0, source, 0.0), 0.0).sum(axis=0)
+    aggregate = np.where(n_all > 0, aggregate, np.nan)
+    return StateAttribution(count, mean, alpha, pi, source, aggregate)
+
+
+def mixed_cell_rate(r_c: np.ndarray, r_w: np.ndarray) -> float:
+    """100 x share of cells with R_c < 0 and R_w > 0, over cells where both are defined
+    (SPEC 4); NaN when no cell has both."""
+    r_c = np.asarray(r_c, dtype=np.float64)
+    r_w = np.asarray(r_w, dtype=np.float64)
+    both = ~np.isnan(r_c) & ~np.isnan(r_w)
+    n = int(both.sum())
+    if n == 0:
+        return float("nan")
+    return 100.0 * float(np.sum((r_c < 0) & (r_w > 0) & both)) / n
