@@ -21,6 +21,8 @@ def to_rgb(image: Image.Image | np.ndarray) -> Image.Image:
     """
     if isinstance(image, np.ndarray):
         image = _array_to_pil(image)
+    elif not isinstance(image, Image.Image):
+        raise ValueError(f"expected a PIL image or a numpy array; got {type(image).__name__}")
     if image.mode == "RGB":
         return image
     if image.mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
