@@ -169,7 +169,7 @@ def _union(boxes: Sequence[tuple[int, int, int, int]], size: int) -> tuple[int, 
     y0 = max(0, min(b[1] for b in boxes))
     x1 = min(size, max(b[2] for b in boxes))
     y1 = min(size, max(b[3] for b in boxes))
-    return (x0, y0, x1, y1)
+    return (int(x0), int(y0), int(x1), int(y1))
 
 
 @lru_cache(maxsize=8)

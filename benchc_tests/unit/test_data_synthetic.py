@@ -46,6 +46,7 @@ def test_images_and_regions(size):
         assert img.size == (size, size) and img.mode == "RGB"
         x0, y0, x1, y1 = s.region
         assert 0 <= x0 < x1 <= size and 0 <= y0 < y1 <= size
+        assert all(type(v) is int for v in s.region)  # JSON-serialisable
         # the region holds ink: something differs from the plain background there
         arr = np.asarray(img)[y0:y1, x0:x1]
         assert (arr != np.array(syn.BACKGROUND, np.uint8)).any()
