@@ -132,13 +132,8 @@ def _box_floats(region: object) -> tuple[float, float, float, float]:
         raise ValueError(
             f"region must be a (x0, y0, x1, y1) box or a bool mask; got {region!r}"
         ) from None
-    if (
-        len(values) != 4
-        or not all(np.isfinite(values))
-        or values[2] <= values[0]
-        or values[3] <= values[1]
-    ):
-        raise ValueError(
-            f"region box must be 4 finite numbers with x0 < x1, y0 < y1; got {region!r}"
-        )
+    if len(values) != 4 or not all(np.isfinite(values)):
+        raise ValueError(f"region box must be 4 finite numbers (x0, y0, x1, y1); got {region!r}")
+    if values[2] <= values[0] or values[3] <= values[1]:
+        raise ValueError(f"region box {region!r} is empty (need x0 < x1 and y0 < y1)")
     return values  # type: ignore[return-value]
