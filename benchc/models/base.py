@@ -31,7 +31,7 @@ class BatchOutput:
 
     ``option_logits``: float32 (B, K_max), NaN where a sample has fewer than K_max options.
     ``option_mass``: float32 (B,), full-vocabulary probability of the sample's K letters together.
-    ``logprobs``: float32 (B, V) full next-token log-distribution at the answer position, when asked.
+    ``logprobs``: float32 (B, V) next-token log-distribution at the answer position, when asked.
     ``top_ids`` / ``top_logprobs``: int64 / float32 (B, k), the top-k of it, when asked for top-k.
     ``letter_counts``: int64 (B, K_max), sampled replies per letter (sampling proxy only; -1 where
     a sample has fewer than K_max options). ``n_unparsed``: int64 (B,), replies that named no

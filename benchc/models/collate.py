@@ -1,0 +1,146 @@
+"""Batching outside the model code, in the spirit of lm-evaluation-harness's ``Collator``.
+
+Left padding moves a padded row's letter logits by up to ~1e-3, while unpadded rows are
+bit-identical at any batch size. So queries are grouped by a length key (equal key = equal
+prompt length), full batches are cut from each group first, and only the leftovers of different
+lengths share (padded) batches, longest first. Results are put back in the caller's order.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import fields
+
+import numpy as np
+
+from benchc.models.base import Backend, BatchOutput, Query
+
+
+def plan_batches(
+    keys: Sequence[Hashable], batch_size: int, *, mix_lengths: bool = True
+) -> list[list[int]]:
+    """Split item indices ``0..n-1`` into batches of at most ``batch_size``.
+
+    Items with equal ``keys`` are batched together first (longest key first, original order
+    within a key). Leftovers smaller than a batch are merged across keys in key order when
+    ``mix_lengths`` (fewer forward passes, padded rows) or kept apart otherwise (every row
+    unpadded, so each result is independent of what else was in the batch).
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    groups: dict[Hashable, list[int]] = defaultdict(list)
+    for i, key in enumerate(keys):
+        groups[key].append(i)
+    ordered = sorted(groups, key=_sort_key, reverse=True)
+    batches: list[list[int]] = []
+    leftovers: list[int] = []
+    for key in ordered:
+        members = groups[key]
+        n_full = len(members) - len(members) % batch_size
+        batches.extend(members[i : i + batch_size] for i in range(0, n_full, batch_size))
+        rest = members[n_full:]
+        if rest and mix_lengths:
+            leftovers.extend(rest)
+        elif rest:
+            batches.append(rest)
+    batches.extend(leftovers[i : i + batch_size] for i in range(0, len(leftovers), batch_size))
+    return batches
+
+
+def _sort_key(key: Hashable) -> tuple:
+    return key if isinstance(key, tuple) else (key,)
+
+
+class Collator:
+    """Plans batches over ``items`` by ``key_fn`` and restores per-item results to input order."""
+
+    def __init__(
+        self,
+        items: Sequence[Query],
+        key_fn: Callable[[Query], Hashable],
+        batch_size: int,
+        *,
+        mix_lengths: bool = True,
+    ) -> None:
+        self.items = items
+        self.plan = plan_batches([key_fn(q) for q in items], batch_size, mix_lengths=mix_lengths)
+
+    def batches(self) -> list[list[Query]]:
+        """The planned batches of queries (each a list, in planned order)."""
+        return [[self.items[i] for i in batch] for batch in self.plan]
+
+    def restore(self, outputs: Sequence[BatchOutput]) -> BatchOutput:
+        """Concatenate one output per planned batch and reorder rows to the input order."""
+        if len(outputs) != len(self.plan):
+            raise ValueError(f"expected {len(self.plan)} batch outputs, got {len(outputs)}")
+        merged = concat_outputs(outputs)
+        order = np.concatenate([np.asarray(b, dtype=np.int64) for b in self.plan])
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        return take_rows(merged, inverse)
+
+
+def score(
+    backend: Backend,
+    queries: Sequence[Query],
+    *,
+    batch_size: int | None = None,
+    distribution: bool = False,
+    top_k: int | None = None,
+    mix_lengths: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> BatchOutput:
+    """Run ``backend`` over ``queries`` in length-grouped batches; rows in input order.
+
+    ``batch_size`` defaults to ``backend.batch_size``; ``progress`` is called with the number of
+    queries finished after each batch.
+    """
+    if not queries:
+        raise ValueError("score() needs at least one query")
+    collator = Collator(
+        queries, backend.length_key, batch_size or backend.batch_size, mix_lengths=mix_lengths
+    )
+    outputs = []
+    for batch in collator.batches():
+        outputs.append(backend.forward(batch, distribution=distribution, top_k=top_k))
+        if progress is not None:
+            progress(len(batch))
+    return collator.restore(outputs)
+
+
+#: Per-field fill value when option-wide arrays of different widths are concatenated.
+_OPTION_WIDE_FILL = {"option_logits": np.nan, "letter_counts": -1}
+
+
+def concat_outputs(outputs: Sequence[BatchOutput]) -> BatchOutput:
+    """Stack batch outputs row-wise, padding option-wide arrays to the widest K."""
+    if not outputs:
+        raise ValueError("concat_outputs needs at least one BatchOutput")
+    merged = {}
+    for f in fields(BatchOutput):
+        parts = [getattr(o, f.name) for o in outputs]
+        present = [p is not None for p in parts]
+        if not any(present):
+            merged[f.name] = None
+            continue
+        if not all(present):
+            raise ValueError(f"field {f.name!r} is set in some batch outputs but not in others")
+        if f.name in _OPTION_WIDE_FILL:
+            width = max(p.shape[1] for p in parts)
+            fill = _OPTION_WIDE_FILL[f.name]
+            parts = [
+                np.pad(p, ((0, 0), (0, width - p.shape[1])), constant_values=fill) for p in parts
+            ]
+        merged[f.name] = np.concatenate(parts, axis=0)
+    return BatchOutput(**merged)
+
+
+def take_rows(output: BatchOutput, rows: np.ndarray) -> BatchOutput:
+    """The output restricted to (and reordered by) ``rows``."""
+    return BatchOutput(
+        **{
+            f.name: (None if getattr(output, f.name) is None else getattr(output, f.name)[rows])
+            for f in fields(BatchOutput)
+        }
+    )

@@ -1,0 +1,358 @@
+"""The Hugging Face backend: any transformers VLM with a processor and a chat template.
+
+One forward pass per batch reads the next-token logits at the answer position only
+(``logits_to_keep=1`` where the model supports it); option logits are letter log-probabilities
+(logsumexp over each letter's single-token variants, float32), so ``softmax`` over a row's K
+entries is the option distribution p and ``logsumexp`` over them is log ``option_mass``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from benchc.data.images import prepare
+from benchc.models.base import Backend, BatchOutput, Query
+from benchc.models.letters import require_letters, resolve_letters
+from benchc.models.source import Source, folder_hash, resolve_source, slug
+from benchc.models.vision import pooled_vision_features
+from benchc.spec import LETTERS, PROMPT_VERSION, format_question
+
+log = logging.getLogger(__name__)
+
+_DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+}
+
+
+class HFBackend(Backend):
+    """A transformers image-text-to-text model scored by option-letter logits (SPEC section 2).
+
+    ``device=None`` picks CUDA when available (``device_map="auto"`` across several GPUs), else
+    CPU; ``dtype=None`` picks bf16 on CUDA and fp32 on CPU. ``image_size`` (longer side, pixels)
+    resizes query images before the processor; ``None`` passes them as given.
+    """
+
+    def __init__(
+        self,
+        model_id_or_path: str,
+        *,
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+        device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
+        batch_size: int = 16,
+        image_size: int | None = None,
+        attn_implementation: str | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.source: Source = resolve_source(model_id_or_path, revision)
+        multi_gpu = device is None and torch.cuda.is_available() and torch.cuda.device_count() > 1
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
+        self.dtype = _resolve_dtype(dtype, self.device)
+        self.batch_size = batch_size
+        self.image_size = image_size
+        self.trust_remote_code = trust_remote_code
+
+        self.processor = _load_processor(self.source, trust_remote_code)
+        self.tokenizer = self.processor.tokenizer
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.chat_template = _chat_template(self.processor, self.source)
+        self._template_kwargs = (
+            {"enable_thinking": False} if "enable_thinking" in self.chat_template else {}
+        )
+        self.model = _load_model(
+            self.source,
+            trust_remote_code=trust_remote_code,
+            dtype=self.dtype,
+            device_map="auto" if multi_gpu else None,
+            attn_implementation=attn_implementation,
+        )
+        if not multi_gpu:
+            self.model.to(self.device)
+        self.model.eval()
+        self._input_device = next(self.model.parameters()).device
+        params = inspect.signature(self.model.forward).parameters
+        self._keep_kwargs = next(
+            ({name: 1} for name in ("logits_to_keep", "num_logits_to_keep") if name in params), {}
+        )
+        self.letters = resolve_letters(self.tokenizer)
+        #: Largest batch that fit after a CUDA out-of-memory error (None: no limit seen yet).
+        self.max_rows: int | None = None
+        self._image_shape_matters: bool | None = None
+
+        base = self.source.spec if self.source.is_hub else self.source.path.name
+        self.name = slug(base)
+        ident = self.source.revision or f"sha256-{folder_hash(self.source.path)[:16]}"
+        dtype_name = str(self.dtype).removeprefix("torch.")
+        size = f":img{image_size}" if image_size else ""
+        self.fingerprint = f"hf:{base}@{ident}:{dtype_name}:{PROMPT_VERSION}{size}"
+
+    # ----------------------------------------------------------------------------- prompts
+    def user_text(self, query: Query) -> str:
+        """The model-independent user-turn text (``benchc.spec.format_question``)."""
+        return format_question(query.question, query.options, query.hint)
+
+    def render(self, user_text: str) -> str:
+        """The chat-templated prompt for one image + ``user_text``, generation prompt added."""
+        messages = [
+            {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": user_text}]}
+        ]
+        return self.processor.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False, **self._template_kwargs
+        )
+
+    def length_key(self, query: Query) -> tuple[int, ...]:
+        """Prompt text tokens, plus the image shape when it changes the image-token count.
+
+        Equal keys give equal input lengths, so the collator can batch them without padding.
+        """
+        text = self.render(self.user_text(query))
+        n_tokens = len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        if self._image_shape_matters is None:
+            self._image_shape_matters = self._probe_image_shape_matters()
+        if self._image_shape_matters:
+            return (n_tokens, *self._pil(query.image).size[::-1])
+        return (n_tokens,)
+
+    def _probe_image_shape_matters(self) -> bool:
+        """Whether the processor's input length depends on image shape (e.g. Qwen-VL grids)."""
+        prompt = self.render("?")
+        lengths = {
+            self._model_inputs([np.zeros((h, w, 3), np.uint8)], [prompt])["input_ids"].shape[1]
+            for h, w in ((224, 448), (448, 224), (336, 336))
+        }
+        return len(lengths) > 1
+
+    # ----------------------------------------------------------------------------- scoring
+    def forward(
+        self, queries: Sequence[Query], *, distribution: bool = False, top_k: int | None = None
+    ) -> BatchOutput:
+        if not queries:
+            raise ValueError("forward() needs at least one query")
+        ks = [len(q.options) for q in queries]
+        for i, (q, k) in enumerate(zip(queries, ks, strict=True)):
+            require_letters(self.letters, k, what=_describe(q, i))
+        logprobs = self.next_token_logprobs(
+            [q.image for q in queries],
+            [self.user_text(q) for q in queries],
+            names=[_describe(q, i) for i, q in enumerate(queries)],
+        )
+        option_logits = _option_logits(logprobs, self.letters, ks)
+        option_mass = np.nansum(np.exp(option_logits.astype(np.float64)), axis=1).astype(np.float32)
+        out: dict[str, Any] = {"option_logits": option_logits, "option_mass": option_mass}
+        if top_k is not None:
+            if top_k < 1:
+                raise ValueError(f"top_k must be >= 1, got {top_k}")
+            values, ids = torch.topk(logprobs, min(top_k, logprobs.shape[1]), dim=-1)
+            out["top_ids"] = ids.to(torch.int64).cpu().numpy()
+            out["top_logprobs"] = values.cpu().numpy()
+        if distribution:
+            out["logprobs"] = logprobs.cpu().numpy()
+        return BatchOutput(**out)
+
+    def next_token_logprobs(
+        self,
+        images: Sequence[np.ndarray],
+        user_texts: Sequence[str],
+        *,
+        names: Sequence[str] | None = None,
+    ) -> torch.Tensor:
+        """float32 (B, V) next-token log-distribution at the answer position, on the model device.
+
+        Splits the batch in halves on CUDA out-of-memory (remembering the size that fit) and
+        raises ``ValueError`` naming the sample when a row has NaN or infinite logits.
+        """
+        if len(images) != len(user_texts):
+            raise ValueError(f"{len(images)} images but {len(user_texts)} texts")
+        names = list(names) if names is not None else [f"batch row {i}" for i in range(len(images))]
+        limit = self.max_rows or len(images)
+        if len(images) > limit:
+            parts = [
+                self.next_token_logprobs(
+                    images[i : i + limit], user_texts[i : i + limit], names=names[i : i + limit]
+                )
+                for i in range(0, len(images), limit)
+            ]
+            return torch.cat(parts)
+        try:
+            logits = self._last_logits(images, user_texts)
+        except torch.OutOfMemoryError:
+            if len(images) == 1:
+                raise
+            half = len(images) // 2
+            self.max_rows = half
+            log.warning("CUDA OOM at batch %d; retrying in batches of %d", len(images), half)
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            return self.next_token_logprobs(images, user_texts, names=names)
+        bad = (~torch.isfinite(logits)).any(dim=-1)
+        if bool(bad.any()):
+            rows = [names[i] for i in torch.nonzero(bad).flatten().tolist()]
+            raise ValueError(
+                f"model {self.name} produced NaN or infinite next-token logits for "
+                f"{', '.join(rows)}"
+            )
+        return torch.log_softmax(logits, dim=-1)
+
+    def _last_logits(self, images: Sequence[np.ndarray], user_texts: Sequence[str]) -> torch.Tensor:
+        """One forward pass; float32 (B, V) logits of the last position."""
+        inputs = self._model_inputs(images, [self.render(t) for t in user_texts])
+        with torch.inference_mode():
+            out = self.model(**inputs, **self._keep_kwargs, use_cache=False)
+        return out.logits[:, -1, :].float()
+
+    def _model_inputs(self, images: Sequence[np.ndarray], prompts: Sequence[str]) -> dict:
+        pil = [[self._pil(img)] for img in images]
+        bos = self.tokenizer.bos_token
+        add_special = not (bos and prompts[0].startswith(bos))
+        inputs = self.processor(
+            images=pil,
+            text=list(prompts),
+            padding=True,
+            return_tensors="pt",
+            add_special_tokens=add_special,
+        )
+        return {
+            k: (
+                v.to(self._input_device, dtype=self.dtype)
+                if torch.is_floating_point(v)
+                else v.to(self._input_device)
+            )
+            for k, v in inputs.items()
+        }
+
+    def _pil(self, image: np.ndarray) -> Image.Image:
+        return Image.fromarray(prepare(image, self.image_size))
+
+    # ----------------------------------------------------------------------------- vision
+    def vision_features(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        """float32 (B, D): mean of the vision tower's final-layer patch tokens (CLS dropped)."""
+        if not images:
+            raise ValueError("vision_features() needs at least one image")
+        parts = []
+        for i in range(0, len(images), self.batch_size):
+            chunk = [[self._pil(img)] for img in images[i : i + self.batch_size]]
+            image_inputs = self.processor.image_processor(images=chunk, return_tensors="pt")
+            image_inputs = {
+                k: (
+                    v.to(self._input_device, dtype=self.dtype)
+                    if torch.is_floating_point(v)
+                    else v.to(self._input_device)
+                )
+                for k, v in image_inputs.items()
+                if isinstance(v, torch.Tensor)
+            }
+            with torch.inference_mode():
+                feats = pooled_vision_features(self.model, image_inputs, len(chunk))
+            parts.append(feats.float().cpu().numpy())
+        return np.concatenate(parts).astype(np.float32)
+
+
+def _describe(query: Query, row: int) -> str:
+    return f"sample {query.id!r} (batch row {row})" if query.id is not None else f"batch row {row}"
+
+
+def _option_logits(logprobs: torch.Tensor, letters: dict, ks: Sequence[int]) -> np.ndarray:
+    """float32 (B, K_max) letter log-probabilities, NaN beyond each row's K."""
+    k_max = max(ks)
+    cols = []
+    for j in range(k_max):
+        ids = torch.tensor(letters[LETTERS[j]] or (0,), device=logprobs.device)
+        cols.append(torch.logsumexp(logprobs[:, ids], dim=-1))
+    out = torch.stack(cols, dim=1).cpu().numpy().astype(np.float32)
+    out[np.arange(k_max)[None, :] >= np.asarray(ks)[:, None]] = np.nan
+    return out
+
+
+def _resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
+    if dtype is None:
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    try:
+        return _DTYPES[str(dtype).lower().removeprefix("torch.")]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}") from None
+
+
+def _load_processor(source: Source, trust_remote_code: bool) -> Any:
+    """AutoProcessor with the PIL image backend (torchvision's moves logits by up to 1.6e-4)."""
+    from transformers import AutoProcessor
+
+    path = str(source.path)
+    try:
+        processor = AutoProcessor.from_pretrained(
+            path, backend="pil", trust_remote_code=trust_remote_code
+        )
+    except (TypeError, ValueError, ImportError) as err:
+        log.info("PIL image backend unavailable for %s (%s); using the default", source.spec, err)
+        try:
+            processor = AutoProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
+        except Exception as err2:
+            msg = f"checkpoint {source.spec!r}: cannot load its processor: {err2}"
+            raise ValueError(msg) from err2
+    if getattr(processor, "image_processor", None) is None or not hasattr(processor, "tokenizer"):
+        raise ValueError(
+            f"checkpoint {source.spec!r} has no multimodal processor "
+            f"(found {type(processor).__name__}); "
+            "a VLM checkpoint needs processor_config.json / preprocessor_config.json with an image "
+            "processor and a tokenizer"
+        )
+    return processor
+
+
+def _chat_template(processor: Any, source: Source) -> str:
+    template = getattr(processor, "chat_template", None) or getattr(
+        processor.tokenizer, "chat_template", None
+    )
+    if isinstance(template, dict):
+        template = template.get("default")
+    if not template:
+        raise ValueError(
+            f"checkpoint {source.spec!r} has no chat template (neither chat_template.jinja nor a "
+            "'chat_template' entry in its processor or tokenizer config); benchc prompts every "
+            "model through its own chat template"
+        )
+    return template
+
+
+def _load_model(
+    source: Source,
+    *,
+    trust_remote_code: bool,
+    dtype: torch.dtype,
+    device_map: str | None,
+    attn_implementation: str | None,
+) -> torch.nn.Module:
+    """Try the image-text-to-text auto class, then causal-LM (remote-code VLM families)."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    kwargs: dict[str, Any] = {"dtype": dtype, "trust_remote_code": trust_remote_code}
+    if device_map is not None:
+        kwargs["device_map"] = device_map
+    if attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
+    errors = []
+    for auto in (AutoModelForImageTextToText, AutoModelForCausalLM):
+        try:
+            return auto.from_pretrained(str(source.path), **kwargs)
+        except ValueError as err:  # "Unrecognized configuration class ..."
+            errors.append(f"{auto.__name__}: {str(err).splitlines()[0]}")
+    raise ValueError(f"checkpoint {source.spec!r}: no model class loads it ({'; '.join(errors)})")
