@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 from PIL import Image
@@ -86,43 +80,6 @@ def test_callers_global_rng_state_is_untouched(name):
     after = np.random.get_state()  # noqa: NPY002
     assert before[0] == after[0] and np.array_equal(before[1], after[1])
     assert before[2:] == after[2:]
-
-
-_FRESH = textwrap.dedent(
-    """
-    import hashlib, sys
-    import numpy as np
-    sys.path.insert(0, {root!r})
-    from benchc.corruptions import corrupt
-    from benchc.spec import CORRUPTIONS, SEVERITIES
-    {scene}
-    h = hashlib.sha256()
-    for name in CORRUPTIONS:
-        for severity in SEVERITIES:
-            h.update(corrupt(scene(37, 52), name, severity, seed=3, sample_id="fresh").tobytes())
-    print(h.hexdigest())
-    """
-)
-
-
-def test_bit_identical_in_two_fresh_processes():
-    import inspect
-
-    code = _FRESH.format(
-        root=os.getcwd(), scene=textwrap.dedent(inspect.getsource(scene)).replace('"""', "#")
-    )
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "random"}
-    digests = [
-        subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
-        ).stdout.strip()
-        for _ in range(2)
-    ]
-    here = hashlib.sha256()
-    for name in CORRUPTIONS:
-        for severity in SEVERITIES:
-            here.update(corrupt(scene(37, 52), name, severity, seed=3, sample_id="fresh").tobytes())
-    assert digests[0] == digests[1] == here.hexdigest()
 
 
 # --- conversions -------------------------------------------------------------------------------

@@ -1,0 +1,246 @@
+"""Cache and batch generation: same bytes on a hit, atomic concurrent fills, pool invariance."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import benchc.corruptions.batch as batch
+from benchc.corruptions import (
+    CacheKey,
+    CorruptionCache,
+    content_hash,
+    corrupt,
+    default_cache_root,
+    iter_materialize,
+    materialize,
+)
+from benchc.data.images import prepare
+from benchc.spec import CLEAN, all_conditions
+
+
+def images(n: int = 3, h: int = 48, w: int = 60) -> list[tuple[str, np.ndarray]]:
+    rng = np.random.default_rng(5)
+    return [(f"s{i}", rng.integers(0, 256, (h + i, w, 3), dtype=np.uint8)) for i in range(n)]
+
+
+def a_key(**change) -> CacheKey:
+    fields = dict(content="ab" * 16, image_size=64, corruption="fog", severity=2, seed=0)
+    fields["sample_id"] = "s0"
+    fields.update(change)
+    return CacheKey(**fields)
+
+
+def all_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+# --- the cache ---------------------------------------------------------------------------------
+
+
+def test_put_then_get_returns_the_same_bytes(tmp_path):
+    cache = CorruptionCache(tmp_path)
+    array = corrupt(images(1)[0][1], "spatter", 3, seed=0, sample_id="s0")
+    assert cache.get(a_key()) is None
+    path = cache.put(a_key(), array)
+    assert path.suffix == ".png" and path.parent.parent == tmp_path
+    assert all_files(tmp_path) == [path]  # no temp file left behind
+    hit = cache.get(a_key(), array.shape)
+    assert hit.dtype == np.uint8 and hit.tobytes() == array.tobytes()
+    assert os.stat(path).st_mode & 0o044 == 0o044  # readable by the other users of a shared cache
+
+
+def test_key_digest_covers_every_field(monkeypatch):
+    base = a_key().digest()
+    changed = [
+        a_key(content="cd" * 16),
+        a_key(image_size=None),
+        a_key(corruption="snow"),
+        a_key(severity=3),
+        a_key(seed=1),
+        a_key(sample_id="s1"),
+    ]
+    digests = {base, *(k.digest() for k in changed)}
+    assert len(digests) == 7
+    monkeypatch.setattr("benchc.corruptions.cache.ENGINE_VERSION", "benchc-corruptions-test")
+    assert a_key().digest() not in digests
+    monkeypatch.undo()
+    monkeypatch.setattr("benchc.corruptions.cache.library_version", lambda: "numpy=0")
+    assert a_key().digest() not in digests
+
+
+def test_damaged_or_mismatched_entry_is_a_miss_and_is_overwritten(tmp_path):
+    cache = CorruptionCache(tmp_path)
+    array = images(1)[0][1]
+    path = cache.put(a_key(), array)
+    path.write_bytes(path.read_bytes()[:40])  # truncated PNG
+    assert cache.get(a_key()) is None
+    cache.put(a_key(), array)
+    assert cache.get(a_key()).tobytes() == array.tobytes()
+    assert cache.get(a_key(), (10, 10, 3)) is None
+    Image.fromarray(array[..., 0]).save(path)  # a greyscale file is not a valid entry
+    assert cache.get(a_key()) is None
+    with pytest.raises(ValueError, match="uint8"):
+        cache.put(a_key(), array.astype(np.float32))
+
+
+def test_default_root_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("BENCHC_CACHE_DIR", str(tmp_path / "c"))
+    assert default_cache_root() == tmp_path / "c"
+    assert CorruptionCache().root == tmp_path / "c"
+    monkeypatch.delenv("BENCHC_CACHE_DIR")
+    assert default_cache_root() == Path.home() / ".cache" / "benchc" / "corruptions"
+
+
+def test_readers_never_see_a_partial_file_while_writers_race(tmp_path):
+    cache = CorruptionCache(tmp_path)
+    array = np.random.default_rng(0).integers(0, 256, (300, 300, 3), dtype=np.uint8)
+    stop = threading.Event()
+    bad: list[str] = []
+
+    def write():
+        for _ in range(15):
+            cache.put(a_key(), array)
+
+    def read():
+        while not stop.is_set():
+            got = cache.get(a_key())
+            if got is not None and got.tobytes() != array.tobytes():
+                bad.append("partial or wrong file read")
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    writers = [threading.Thread(target=write) for _ in range(3)]
+    for t in writers:
+        t.start()
+    for t in writers:
+        t.join()
+    stop.set()
+    reader.join()
+    assert not bad
+    assert len(all_files(tmp_path)) == 1
+
+
+_FILLER = textwrap.dedent(
+    """
+    import hashlib, sys
+    import numpy as np
+    sys.path.insert(0, {root!r})
+    from benchc.corruptions import CorruptionCache, materialize
+    from benchc.spec import all_conditions
+    rng = np.random.default_rng(5)
+    imgs = [(f"s{{i}}", rng.integers(0, 256, (40 + i, 48, 3), dtype=np.uint8)) for i in range(2)]
+    out = materialize(imgs, all_conditions(), image_size=None, seed=0,
+                      cache=CorruptionCache({cache!r}), workers=1)
+    print(hashlib.sha256(b"".join(a.tobytes() for a in out.values())).hexdigest())
+    """
+)
+
+
+def test_two_fresh_processes_filling_one_cache_agree_bit_for_bit(tmp_path):
+    """Two concurrent fresh processes: same pixels as here, and only complete files on disk."""
+    code = _FILLER.format(root=os.getcwd(), cache=str(tmp_path))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "random"}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    here = materialize(images(2, 40, 48), all_conditions(), image_size=None, seed=0)
+    digest = hashlib.sha256(b"".join(a.tobytes() for a in here.values())).hexdigest()
+    assert outputs == [digest, digest]
+    files = all_files(tmp_path)
+    assert len(files) == len(here) and all(f.suffix == ".png" for f in files)
+    cache = CorruptionCache(tmp_path)
+    for (sample_id, condition), expected in here.items():
+        name, severity = condition.rsplit("-", 1)
+        image = dict(images(2, 40, 48))[sample_id]
+        key = CacheKey(content_hash(image), None, name, int(severity), 0, sample_id)
+        assert cache.get(key, expected.shape).tobytes() == expected.tobytes(), condition
+
+
+# --- materialize -------------------------------------------------------------------------------
+
+
+def test_materialize_matches_corrupt_in_sample_major_order(tmp_path):
+    conditions = [CLEAN, "fog-2", "glass_blur-5", "impulse_noise-1"]
+    out = materialize(images(), conditions, image_size=40, seed=3, cache=None)
+    assert list(out) == [(sid, c) for sid, _ in images() for c in conditions]
+    for (sample_id, condition), array in out.items():
+        image = dict(images())[sample_id]
+        if condition == CLEAN:
+            expected = prepare(image, 40)
+        else:
+            name, severity = condition.rsplit("-", 1)
+            expected = corrupt(
+                image, name, int(severity), seed=3, sample_id=sample_id, image_size=40
+            )
+        assert array.shape == expected.shape and np.array_equal(array, expected), condition
+
+
+def test_warm_cache_returns_same_bytes_without_recomputing(tmp_path, monkeypatch):
+    cache = CorruptionCache(tmp_path)
+    conditions = ["snow-3", "zoom_blur-1", "pixelate-4"]
+    cold = materialize(images(), conditions, image_size=None, seed=0, cache=cache)
+    assert len(all_files(tmp_path)) == 9
+
+    def no_compute(*args, **kwargs):
+        raise AssertionError("a warm cache must not recompute")
+
+    monkeypatch.setattr(batch, "corrupt_array", no_compute)
+    warm = materialize(images(), conditions, image_size=None, seed=0, cache=cache)
+    assert list(warm) == list(cold)
+    assert all(warm[k].tobytes() == cold[k].tobytes() for k in cold)
+    with pytest.raises(RuntimeError, match="sample 's0', condition snow-3"):
+        materialize(images(), conditions, image_size=None, seed=1, cache=cache)
+
+
+@pytest.fixture
+def fresh_pools():
+    """Pools are kept alive for speed; a test that starts one stops it, leaving no processes."""
+    batch.shutdown_pools()
+    yield
+    batch.shutdown_pools()
+
+
+def test_pool_sizes_1_and_2_give_identical_pixels(tmp_path, fresh_pools):
+    conditions = [CLEAN, *all_conditions()[::3]]
+    serial = materialize(images(), conditions, image_size=48, seed=0, cache=None, workers=1)
+    cache = CorruptionCache(tmp_path)
+    pooled = materialize(images(), conditions, image_size=48, seed=0, cache=cache, workers=2)
+    assert list(serial) == list(pooled)
+    assert all(serial[k].tobytes() == pooled[k].tobytes() for k in serial)
+    assert len(all_files(tmp_path)) == 3 * (len(conditions) - 1)  # workers filled the cache
+    streamed = list(
+        iter_materialize(images(), conditions, image_size=48, seed=0, cache=None, workers=2)
+    )
+    assert [sid for sid, _ in streamed] == ["s0", "s1", "s2"]
+    assert list(streamed[1][1]) == conditions
+    assert all(np.array_equal(serial[("s1", c)], a) for c, a in streamed[1][1].items())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(images=[("a", np.zeros((40, 40, 3), np.uint8))] * 2), "duplicate sample id 'a'"),
+        (dict(conditions=["fog-9"]), "not a condition key: 'fog-9'"),
+        (dict(conditions="fog-1"), "not the string"),
+        (dict(workers=0), "workers must be a positive integer"),
+        (dict(images=[("t", np.zeros((20, 40, 3), np.uint8))]), "sample 't'.*32 px"),
+    ],
+)
+def test_materialize_bad_input_is_a_value_error(kwargs, message):
+    args = dict(images=images(1), conditions=["fog-1"], image_size=None, seed=0, cache=None)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        materialize(**args)
