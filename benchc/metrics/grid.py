@@ -18,11 +18,11 @@ import numpy as np
 
 from benchc import spec
 from benchc.metrics.options import (
-    alignment,
-    confidence,
-    normalized_entropy,
-    option_probs,
-    predictions,
+    alignment_from_top,
+    entropy_option_first,
+    probs_option_first,
+    to_option_first,
+    top_option_first,
     validate_answers,
     validate_option_logits,
 )
@@ -321,21 +321,19 @@ def compute_grid(
         raise ValueError(f"corruptions: {len(corruptions)} names for D={d} corruptions")
     severities = tuple(range(1, n_sev + 1))
 
-    p0 = option_probs(lc, k)
-    px = option_probs(lx, k)
+    p0t = probs_option_first(to_option_first(lc), k)
+    pxt = probs_option_first(to_option_first(lx), k)
     if valid is not None:
-        px = np.where(valid_arr[..., None], px, np.float32(np.nan))
-    pred0 = predictions(p0)
+        pxt[:, ~valid_arr] = np.nan
+    pred0, conf0 = top_option_first(p0t)
     correct0 = pred0 == y
-    s0 = normalized_entropy(p0, k)
-    c0 = alignment(p0, y)
-    pred = predictions(px)
+    s0 = entropy_option_first(p0t, k).astype(np.float64)
+    c0 = alignment_from_top(pred0, conf0, y).astype(np.float64)
+    pred, conf = top_option_first(pxt)
     correct = (pred == y[:, None, None]) & valid_arr
     consistent = (pred == pred0[:, None, None]) & valid_arr
-    sx = normalized_entropy(px, k)
-    cx = alignment(px, y)
-    d_s = sx - s0[:, None, None]
-    d_c = cx - c0[:, None, None]
+    d_s = entropy_option_first(pxt, k) - s0[:, None, None]
+    d_c = alignment_from_top(pred, conf, y) - c0[:, None, None]
     r = ras(d_s, d_c)
     if valid is not None:
         nanv = ~valid_arr
@@ -362,13 +360,13 @@ def compute_grid(
         severities=severities,
         n_options=k,
         answers=y,
-        p_clean=p0,
+        p_clean=np.moveaxis(p0t, 0, -1),
         pred_clean=pred0,
         correct_clean=correct0,
         s_clean=s0,
         c_clean=c0,
-        conf_clean=confidence(p0),
-        p_corrupt=px,
+        conf_clean=conf0.astype(np.float64),
+        p_corrupt=np.moveaxis(pxt, 0, -1),
         pred=pred,
         correct=correct,
         consistent=consistent,

@@ -1,0 +1,199 @@
+"""compute_grid against a plain per-pair reference, plus layout, validity, determinism and
+the vectorised bootstrap."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from benchc import spec
+from benchc.metrics import (
+    CELL_FIGURES,
+    MODEL_FIGURES,
+    bootstrap_se,
+    compute_grid,
+    grid_from_logits,
+    split_conditions,
+)
+
+
+def _ref_pair(lc, lx, k, y):
+    """Per-pair reference written from the paper, in plain Python floats."""
+
+    def dist(row):
+        z = [float(v) for v in row[:k]]
+        m = max(z)
+        e = [math.exp(v - m) for v in z]
+        s = sum(e)
+        return [v / s for v in e]
+
+    def terms(p):
+        s = -sum(v * math.log(v) for v in p if v > 0) / math.log(k)
+        top = max(range(k), key=lambda i: (p[i], -i))
+        return s, abs(float(top == y) - p[top]), top
+
+    s0, c0, t0 = terms(dist(lc))
+    s1, c1, t1 = terms(dist(lx))
+    ds, dc = s1 - s0, c1 - c0
+    r = -dc - max(dc, 0) * max(-ds, 0) - max(ds, 0) * max(-dc, 0)
+    return ds, dc, r, t1 == y, t1 == t0, t0 == y
+
+
+def _random_grid(rng, n=12, d=3, n_sev=5, k_max=5):
+    k = rng.integers(2, k_max + 1, n)
+    lc = rng.normal(size=(n, k_max)) * 2
+    lx = lc[:, None, None, :] + rng.normal(size=(n, d, n_sev, k_max)) * 1.5
+    pad = np.arange(k_max) >= k[:, None]
+    lc[pad] = np.nan
+    lx[np.broadcast_to(pad[:, None, None, :], lx.shape)] = np.nan
+    y = np.array([rng.integers(0, ki) for ki in k])
+    return lc, lx, y, k
+
+
+def test_grid_matches_per_pair_reference():
+    rng = np.random.default_rng(3)
+    lc, lx, y, k = _random_grid(rng)
+    g = compute_grid(lc, lx, y)  # K read from the padding
+    assert g.n_options.tolist() == k.tolist()
+    n, d, n_sev = g.shape
+    ref = np.zeros((n, d, n_sev, 6))
+    for i in range(n):
+        for j in range(d):
+            for s in range(n_sev):
+                ref[i, j, s] = _ref_pair(lc[i], lx[i, j, s], int(k[i]), int(y[i]))
+    np.testing.assert_allclose(g.d_s, ref[..., 0], atol=2e-6)
+    np.testing.assert_allclose(g.d_c, ref[..., 1], atol=2e-6)
+    np.testing.assert_allclose(g.ras, ref[..., 2], atol=4e-6)
+    assert (g.correct == ref[..., 3].astype(bool)).all()
+    assert (g.consistent == ref[..., 4].astype(bool)).all()
+    clean_ok = ref[:, 0, 0, 5].astype(bool)
+    assert (g.correct_clean == clean_ok).all()
+    acc0 = clean_ok.mean()
+    acc = ref[..., 3].mean(axis=0)
+    np.testing.assert_allclose(g.cell_acc, acc)
+    np.testing.assert_allclose(g.cell_d_acc, acc - acc0)
+    np.testing.assert_allclose(g.cell_consistency, ref[..., 4].mean(axis=0))
+    np.testing.assert_allclose(g.cell_rel_robustness, acc / acc0)
+    np.testing.assert_allclose(g.cell_ras, ref[..., 2].mean(axis=0), atol=4e-6)
+    np.testing.assert_allclose(g.cell_r_c, ref[clean_ok, ..., 2].mean(axis=0), atol=4e-6)
+    np.testing.assert_allclose(g.cell_r_w, ref[~clean_ok, ..., 2].mean(axis=0), atol=4e-6)
+    assert g.acc_clean == pytest.approx(acc0)
+    assert g.acc_corrupt == pytest.approx(acc.mean())
+    assert g.d_acc == pytest.approx(acc.mean() - acc0)
+    assert g.rel_robustness == pytest.approx(acc.mean() / acc0)
+    assert g.ras_mean == pytest.approx(ref[..., 2].mean(), abs=4e-6)
+    mixed = 100 * np.mean(
+        (ref[clean_ok, ..., 2].mean(0) < 0) & (ref[~clean_ok, ..., 2].mean(0) > 0)
+    )
+    assert g.mixed_cell_rate == pytest.approx(mixed)
+    np.testing.assert_allclose(g.cell_alpha[0] + g.cell_alpha[1], 1.0)
+
+
+def test_model_with_no_clean_correct_sample():
+    lc = np.array([[0.0, 2.0], [0.0, 3.0]])
+    lx = np.stack([np.array([[[2.0, 0.0]], [[0.0, 1.0]]])] * 2)  # (2, 2, 1, 2)
+    g = compute_grid(lc, lx, np.array([0, 0]))
+    assert g.acc_clean == 0
+    assert np.isnan(g.rel_robustness) and np.isnan(g.cell_rel_robustness).all()
+    assert np.isnan(g.r_c) and np.isnan(g.cell_r_c).all()
+    assert np.isnan(g.mixed_cell_rate)  # no cell has both R_c and R_w
+    assert not np.isnan(g.r_w) and g.cell_acc[:, 0].tolist() == [1.0, 0.0]
+
+
+def test_stacked_layout_is_clean_then_corruption_major():
+    rng = np.random.default_rng(0)
+    n, d, n_sev, k = 4, 19, 5, 4
+    logits = rng.normal(size=(n, 1 + d * n_sev, k))
+    _clean, corrupt = split_conditions(logits)
+    assert corrupt.shape == (n, d, n_sev, k)
+    keys = spec.all_conditions()
+    j = keys.index(spec.condition_key("fog", 3))
+    np.testing.assert_array_equal(corrupt[:, spec.CORRUPTIONS.index("fog"), 2], logits[:, 1 + j])
+    y = rng.integers(0, k, n)
+    g = grid_from_logits(logits, y)
+    assert g.corruptions == spec.CORRUPTIONS and g.severities == (1, 2, 3, 4, 5)
+    with pytest.raises(ValueError, match=r"1 clean \+ D\*5"):
+        split_conditions(logits[:, :-1])
+
+
+def test_rerun_is_bit_identical_and_arrays_are_read_only():
+    rng = np.random.default_rng(1)
+    lc, lx, y, _ = _random_grid(rng)
+    a, b = compute_grid(lc, lx, y), compute_grid(lc, lx, y)
+    for f in ("ras", "d_s", "d_c", "cell_r_c", "cell_ras"):
+        assert np.array_equal(getattr(a, f), getattr(b, f), equal_nan=True)
+    assert a.model_figures() == b.model_figures()
+    with pytest.raises(ValueError):
+        a.ras[0, 0, 0] = 1.0
+    ba, bb = a.bootstrap(50, seed=7), b.bootstrap(50, seed=7)
+    assert all(np.array_equal(ba[x], bb[x], equal_nan=True) for x in ba)
+
+
+def test_invalid_pairs_are_excluded_everywhere():
+    rng = np.random.default_rng(2)
+    lc, lx, y, _ = _random_grid(rng, n=6, d=2)
+    valid = np.ones(lx.shape[:3], dtype=bool)
+    valid[1, 0, 2] = False
+    lx_bad = lx.copy()
+    lx_bad[1, 0, 2] = np.nan  # an unparseable pair
+    g = compute_grid(lc, lx_bad, y, valid=valid)
+    full = compute_grid(lc, lx, y)
+    assert np.isnan(g.ras[1, 0, 2]) and g.regime[1, 0, 2] == -1
+    assert g.cell_n[0, 2] == 5 and g.cell_n[0, 1] == 6
+    keep = valid.copy()
+    np.testing.assert_allclose(g.cell_ras[0, 2], full.ras[keep[:, 0, 2], 0, 2].mean())
+    assert g.ras_mean == pytest.approx(full.ras[keep].mean())
+    assert g.trajectory_classes()[1, 0] == -1
+    with pytest.raises(ValueError, match=r"logits_corrupt\[1, 0, 2, 0\]"):
+        compute_grid(lc, lx_bad, y)
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        ((np.zeros((3, 4)), np.zeros((3, 2, 5)), np.zeros(3, int)), r"\(N, D, L, K_max\)"),
+        ((np.zeros((3, 4)), np.zeros((2, 2, 5, 4)), np.zeros(3, int)), r"\(N, D, L, K_max\)"),
+        ((np.zeros(4), np.zeros((3, 2, 5, 4)), np.zeros(3, int)), r"logits_clean"),
+        ((np.zeros((3, 4)), np.zeros((3, 2, 5, 4)), np.array([0, 4, 0])), r"answers\[1\]"),
+        ((np.zeros((3, 4)), np.zeros((3, 2, 5, 4)), np.zeros(2, int)), r"answers"),
+    ],
+)
+def test_bad_grid_input(args, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        compute_grid(*args)
+
+
+def test_k_below_two_is_rejected_with_sample_index():
+    lc = np.zeros((2, 3))
+    lc[1, 1:] = np.nan
+    lx = np.zeros((2, 1, 1, 3))
+    lx[1, ..., 1:] = np.nan
+    with pytest.raises(ValueError, match="sample 1 has K=1"):
+        compute_grid(lc, lx, np.zeros(2, int))
+
+
+def test_vectorised_bootstrap_matches_row_resampling():
+    rng = np.random.default_rng(4)
+    lc, lx, y, _ = _random_grid(rng, n=15, d=2)
+    g = compute_grid(lc, lx, y)
+    reps = g.bootstrap(n_boot=40, seed=11)
+    assert set(reps) == set(MODEL_FIGURES) | {f"cell_{f}" for f in CELL_FIGURES}
+    assert reps["cell_r_c"].shape == (40, 2, 5)
+
+    def refit(rows):
+        s = compute_grid(lc[rows], lx[rows], y[rows])
+        return np.array([s.ras_mean, s.r_c, s.acc_clean, s.mixed_cell_rate, s.cell_r_w[1, 3]])
+
+    se = bootstrap_se(refit, 15, seed=11, n_boot=40)
+    mine = g.standard_errors(n_boot=40, seed=11)
+    got = [
+        mine["ras"],
+        mine["r_c"],
+        mine["acc_clean"],
+        mine["mixed_cell_rate"],
+        mine["cell_r_w"][1, 3],
+    ]
+    np.testing.assert_allclose(got, se, rtol=1e-9, atol=1e-12)
+    assert all(v > 0 for v in got[:3])
