@@ -1,0 +1,3 @@
+from benchc.select.cli import main
+
+raise SystemExit(main())

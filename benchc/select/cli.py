@@ -1,0 +1,120 @@
+"""``python -m benchc.select``: select a corruption-responsive, diverse subset of a pool.
+
+Example (the embedded testbed)::
+
+    python -m benchc.select --synthetic 400 --synthetic-seed 1 \
+        --selector fixtures/tiny-vlm --selector fixtures/tiny-vlm-b --out fixtures/testbed
+
+The pool is ``--pool PATH`` (any format ``load_dataset`` accepts) or ``--synthetic N``
+(the seeded generator). Each ``--selector`` is a ``--model`` string for
+``benchc.models.registry.load_backend``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+
+from benchc.data.fingerprint import fingerprint
+from benchc.data.sample import Dataset
+from benchc.select.embed import TEXT_METHODS, sample_text, text_embeddings
+from benchc.spec import CORRUPTIONS, DEFAULT_SEED
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchc.select", description=__doc__.split("\n")[0])
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--pool", help="candidate dataset path (JSONL, TSV or HF folder)")
+    src.add_argument("--synthetic", type=int, metavar="N", help="generate N candidates")
+    p.add_argument("--synthetic-seed", type=int, default=0)
+    p.add_argument("--synthetic-size", type=int, default=128, help="synthetic image side (px)")
+    p.add_argument("--lenient", action="store_true", help="skip invalid pool samples")
+    p.add_argument("--selector", action="append", required=True, help="model string (repeat)")
+    p.add_argument("--out", required=True, help="folder for the selected set + report")
+    p.add_argument("--image-size", type=int, default=None, help="longer side before corruption")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="corruption seed")
+    p.add_argument("--corruptions", default=",".join(CORRUPTIONS), help="comma-separated subset")
+    p.add_argument("--text-embed", choices=TEXT_METHODS, default="auto")
+    p.add_argument("--workers", type=int, default=1, help="corruption worker processes")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--no-cache", action="store_true", help="do not use the corruption cache")
+    return p
+
+
+def _pool(args: argparse.Namespace) -> Dataset:
+    if args.pool:
+        from benchc.data.loaders import load_dataset
+
+        return load_dataset(args.pool, lenient=args.lenient)
+    from benchc.data.synthetic import generate
+
+    samples = generate(args.synthetic, args.synthetic_seed, size=args.synthetic_size)
+    name = f"synthetic-{args.synthetic}-s{args.synthetic_seed}"
+    return Dataset(name=name, samples=tuple(samples), fingerprint=fingerprint(samples))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)
+    from benchc.corruptions import CorruptionCache
+    from benchc.models.registry import load_backend
+    from benchc.select.core import run_selection
+    from benchc.select.predict import collect_predictions
+    from benchc.select.report import REPORT_MD, write_selection
+
+    corruptions = tuple(c.strip() for c in args.corruptions.split(",") if c.strip())
+    t0 = time.perf_counter()
+    pool = _pool(args)
+    selectors = [
+        load_backend(s, batch_size=args.batch_size, image_size=args.image_size)
+        for s in args.selector
+    ]
+    preds = collect_predictions(
+        selectors,
+        pool,
+        image_size=args.image_size,
+        seed=args.seed,
+        corruptions=corruptions,
+        cache=None if args.no_cache else CorruptionCache(),
+        workers=args.workers,
+        progress=sys.stderr.isatty(),
+    )
+    texts = [sample_text(s.question, s.options) for s in pool]
+    text_emb, text_method = text_embeddings(texts, args.text_embed)
+    run = run_selection(
+        preds.top1,
+        pool.n_options,
+        preds.image_emb,
+        text_emb,
+        ids=pool.ids,
+        categories=[s.category for s in pool],
+        answers=pool.answers,
+        clean_top1=preds.clean_top1,
+        selector_names=[b.name for b in selectors],
+    )
+    info = {
+        "pool": args.pool
+        or f"synthetic(n={args.synthetic}, seed={args.synthetic_seed}, size={args.synthetic_size})",
+        "selectors": [
+            f"{s} ({b.fingerprint})" for s, b in zip(args.selector, selectors, strict=True)
+        ],
+        "corruptions": len(corruptions),
+        "seed": args.seed,
+        "image_size": args.image_size,
+        "text_embedding": text_method,
+        "image_embedding": preds.image_source,
+    }
+    report = write_selection(run, pool, args.out, run_info=info)
+    summary = {k: report[k] for k in ("n_pool", "n_eligible", "n_selected")}
+    summary["clean_accuracy_selected"] = {
+        s["name"]: round(s["clean_accuracy_selected"], 3) for s in report["selectors"]
+    }
+    summary["seconds"] = round(time.perf_counter() - t0, 1)
+    print(json.dumps(summary))
+    print(f"wrote {args.out}/ (samples.jsonl, images/, {REPORT_MD})")
+    return 0

@@ -1,0 +1,108 @@
+"""Run selector models over candidates x corruptions x severities: the inputs of Eqs. 1-3.
+
+Corrupted images stream from :func:`benchc.corruptions.iter_materialize` (cached, seeded), a few
+samples at a time, so memory stays bounded; every selector scores the same images.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchc.corruptions import CorruptionCache, iter_materialize
+from benchc.data.sample import Dataset
+from benchc.models.base import Backend, Query
+from benchc.models.collate import score
+from benchc.select.embed import thumbnail_embeddings
+from benchc.spec import CLEAN, CORRUPTIONS, SEVERITIES, condition_key
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """``top1`` int64 (F, Q, D, L): each selector's top-1 option per sample, corruption,
+    severity; ``clean_top1`` int64 (F, Q); ``image_emb`` float64 (Q, E) from the first
+    selector's pooled vision features of the clean image (``image_source`` says which)."""
+
+    top1: np.ndarray
+    clean_top1: np.ndarray
+    image_emb: np.ndarray
+    image_source: str
+    corruptions: tuple[str, ...]
+
+
+def top1_from_logits(option_logits: np.ndarray) -> np.ndarray:
+    """argmax over the sample's own options (NaN padding excluded); ties -> lowest index."""
+    logits = np.asarray(option_logits, dtype=np.float64)
+    return np.where(np.isnan(logits), -np.inf, logits).argmax(axis=-1).astype(np.int64)
+
+
+def collect_predictions(
+    selectors: Sequence[Backend],
+    dataset: Dataset,
+    *,
+    image_size: int | None,
+    seed: int,
+    corruptions: Sequence[str] = CORRUPTIONS,
+    cache: CorruptionCache | None = None,
+    workers: int = 1,
+    chunk: int = 8,
+    progress: bool = False,
+) -> Predictions:
+    """Score every (sample, condition) with every selector; see :class:`Predictions`."""
+    if not selectors:
+        raise ValueError("collect_predictions() needs at least one selector")
+    unknown = [c for c in corruptions if c not in CORRUPTIONS]
+    if unknown or not corruptions:
+        raise ValueError(f"unknown or no corruptions {unknown or corruptions!r}")
+    conds = [CLEAN] + [condition_key(c, s) for c in corruptions for s in SEVERITIES]
+    n, f, d, lv = len(dataset), len(selectors), len(corruptions), len(SEVERITIES)
+    top1 = np.full((f, n, d, lv), -1, np.int64)
+    clean = np.full((f, n), -1, np.int64)
+    emb_parts: list[np.ndarray] = []
+    image_source = f"vision_features:{selectors[0].name}"
+    index = {s.id: i for i, s in enumerate(dataset)}
+    buffer: list[tuple[int, dict[str, np.ndarray]]] = []
+
+    def flush() -> None:
+        nonlocal image_source
+        queries = []
+        for i, images in buffer:
+            s = dataset[i]
+            queries += [Query(images[c], s.question, s.options, s.hint, s.id) for c in conds]
+        for fi, backend in enumerate(selectors):
+            pred = top1_from_logits(score(backend, queries).option_logits)
+            pred = pred.reshape(len(buffer), len(conds))
+            rows = [i for i, _ in buffer]
+            clean[fi, rows] = pred[:, 0]
+            top1[fi, rows] = pred[:, 1:].reshape(len(buffer), d, lv)
+        cleans = [images[CLEAN] for _, images in buffer]
+        try:
+            emb_parts.append(np.asarray(selectors[0].vision_features(cleans), np.float64))
+        except NotImplementedError:
+            image_source = "thumbnail16"
+            emb_parts.append(thumbnail_embeddings(cleans))
+        buffer.clear()
+
+    items = [(s.id, s.image()) for s in dataset]
+    stream = iter_materialize(
+        items,
+        conds,
+        image_size=image_size,
+        seed=seed,
+        cache=cache,
+        workers=workers,
+        progress=progress,
+    )
+    for sid, images in stream:
+        buffer.append((index[sid], images))
+        if len(buffer) >= chunk:
+            flush()
+    if buffer:
+        flush()
+    if len({p.shape[1] for p in emb_parts}) > 1:  # a mix of vision features and thumbnails
+        raise ValueError(
+            f"selector {selectors[0].name!r} gave vision features for some images only"
+        )
+    return Predictions(top1, clean, np.concatenate(emb_parts), image_source, tuple(corruptions))
