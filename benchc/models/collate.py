@@ -1,9 +1,9 @@
 """Batching outside the model code, in the spirit of lm-evaluation-harness's ``Collator``.
 
-Left padding moves a padded row's letter logits by up to ~1e-3, while unpadded rows are
-bit-identical at any batch size. So queries are grouped by a length key (equal key = equal
-prompt length), full batches are cut from each group first, and only the leftovers of different
-lengths share (padded) batches, longest first. Results are put back in the caller's order.
+Left padding moves a padded row's letter logits by up to ~1e-3, while unpadded rows move only
+by float rounding (~1e-6) with the batch size. So queries are grouped by a length key (equal
+key = equal prompt length), full batches are cut from each group first, and only the leftovers
+of different lengths share (padded) batches, longest first. Results return in the caller's order.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def plan_batches(
     Items with equal ``keys`` are batched together first (longest key first, original order
     within a key). Leftovers smaller than a batch are merged across keys in key order when
     ``mix_lengths`` (fewer forward passes, padded rows) or kept apart otherwise (every row
-    unpadded, so each result is independent of what else was in the batch).
+    unpadded, so a result depends on its batch mates only through float rounding).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")

@@ -301,7 +301,7 @@ def _load_processor(source: Source, trust_remote_code: bool) -> Any:
         processor = AutoProcessor.from_pretrained(
             path, backend="pil", trust_remote_code=trust_remote_code
         )
-    except (TypeError, ValueError, ImportError) as err:
+    except (TypeError, ValueError, ImportError, OSError) as err:
         log.info("PIL image backend unavailable for %s (%s); using the default", source.spec, err)
         try:
             processor = AutoProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)

@@ -1,0 +1,217 @@
+"""The Hugging Face backend on the embedded tiny VLM: the same code path as any hub model."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from benchc.data.synthetic import make_item
+from benchc.models.base import Query
+from benchc.models.collate import score
+from benchc.models.hf import HFBackend
+from benchc.models.source import folder_hash, slug
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMITTED = ROOT / "fixtures" / "tiny-vlm"
+
+
+@functools.lru_cache(maxsize=1)
+def tiny_model_dir() -> Path:
+    """The committed tiny VLM, or (before it lands) a freshly built untrained one."""
+    if (COMMITTED / "config.json").is_file():
+        return COMMITTED
+    from benchc.tinyvlm.build import build_untrained
+
+    return build_untrained(Path(tempfile.mkdtemp(prefix="benchc-tiny-")) / "ckpt", seed=0)
+
+
+@functools.lru_cache(maxsize=1)
+def tiny_backend_cached() -> HFBackend:
+    torch.set_num_threads(1)
+    return HFBackend(str(tiny_model_dir()), batch_size=16)
+
+
+@pytest.fixture(scope="module")
+def backend() -> HFBackend:
+    return tiny_backend_cached()
+
+
+def synthetic_queries(n: int, seed: int = 7) -> list[Query]:
+    items = [make_item(i, seed) for i in range(n)]
+    return [Query(it.image, it.question, it.options, id=f"s{i}") for i, it in enumerate(items)]
+
+
+@pytest.fixture(scope="module")
+def queries() -> list[Query]:
+    return synthetic_queries(16)
+
+
+def test_forward_shapes_mass_and_padding(backend, queries) -> None:
+    short = Query(queries[0].image, "Which?", ("yes", "no"), id="two")
+    out = backend.forward([*queries[:3], short], distribution=True, top_k=5)
+    k = [len(q.options) for q in [*queries[:3], short]]
+    assert out.option_logits.shape == (4, max(k)) and out.option_logits.dtype == np.float32
+    assert np.all(np.isnan(out.option_logits[3, 2:]))
+    assert np.all(np.isfinite(out.option_logits[3, :2]))
+    # option logits are letter log-probabilities: their exp sums to option_mass
+    mass = np.nansum(np.exp(out.option_logits.astype(np.float64)), axis=1)
+    np.testing.assert_allclose(out.option_mass, mass, rtol=1e-5)
+    assert np.all((out.option_mass > 0) & (out.option_mass <= 1))
+    # the full distribution is normalised and agrees with the letters' variants
+    assert out.logprobs.shape[0] == 4 and out.logprobs.dtype == np.float32
+    np.testing.assert_allclose(np.exp(out.logprobs.astype(np.float64)).sum(1), 1, atol=1e-4)
+    a_ids = list(backend.letters["A"])
+    np.testing.assert_allclose(
+        out.option_logits[:, 0], np.log(np.exp(out.logprobs[:, a_ids]).sum(1)), rtol=1e-5
+    )
+    # top-k is the head of the full distribution, sorted
+    assert out.top_ids.dtype == np.int64 and out.top_ids.shape == (4, 5)
+    np.testing.assert_array_equal(out.top_ids[:, 0], out.logprobs.argmax(1))
+    assert np.all(np.diff(out.top_logprobs, axis=1) <= 0)
+
+
+def test_rerun_is_bit_identical(backend, queries) -> None:
+    a = backend.forward(queries[:6])
+    b = backend.forward(queries[:6])
+    assert np.array_equal(a.option_logits, b.option_logits, equal_nan=True)
+    assert np.array_equal(a.option_mass, b.option_mass)
+
+
+def test_batch_1_vs_16_same_argmax_and_probabilities(backend, queries) -> None:
+    one = score(backend, queries, batch_size=1)
+    many = score(backend, queries, batch_size=16)  # lengths differ: padded rows
+    p1 = _softmax(one.option_logits)
+    p16 = _softmax(many.option_logits)
+    np.testing.assert_array_equal(np.nanargmax(p1, 1), np.nanargmax(p16, 1))
+    assert np.nanmax(np.abs(p1 - p16)) <= 1e-3
+
+
+def test_unpadded_batches_move_logits_only_by_rounding(backend, queries) -> None:
+    one = score(backend, queries, batch_size=1)
+    grouped = score(backend, queries, batch_size=16, mix_lengths=False)
+    assert np.isnan(one.option_logits).tolist() == np.isnan(grouped.option_logits).tolist()
+    assert np.nanmax(np.abs(one.option_logits - grouped.option_logits)) <= 1e-5
+
+
+def test_length_key_matches_real_input_length(backend, queries) -> None:
+    for q in queries[:3]:
+        (n,) = backend.length_key(q)
+        prompt = backend.render(backend.user_text(q))
+        ids = backend._model_inputs([q.image], [prompt])["input_ids"]
+        text_only = backend.tokenizer(prompt, add_special_tokens=False)
+        assert n == len(text_only["input_ids"]) and ids.shape[1] >= n
+
+
+def test_out_of_memory_halves_the_batch(backend, queries, monkeypatch) -> None:
+    expected = backend.forward(queries[:4])
+    real = backend._last_logits
+    sizes = []
+
+    def flaky(images, texts):
+        sizes.append(len(images))
+        if len(images) > 1:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(images, texts)
+
+    monkeypatch.setattr(backend, "_last_logits", flaky)
+    try:
+        out = backend.forward(queries[:4])
+        assert backend.max_rows == 1
+        assert sizes[:2] == [4, 2] and sizes.count(1) == 4
+    finally:
+        backend.max_rows = None
+    # single rows are unpadded: they equal the padded batch within the padding tolerance
+    p_split, p_whole = _softmax(out.option_logits), _softmax(expected.option_logits)
+    np.testing.assert_allclose(p_split, p_whole, atol=1e-3)
+
+
+def test_nan_logits_name_the_sample(backend, queries) -> None:
+    head = backend.model.lm_head.weight
+    saved = head.detach().clone()
+    try:
+        with torch.no_grad():
+            head.fill_(float("nan"))
+        with pytest.raises(ValueError, match=r"NaN or infinite.*sample 's1' \(batch row 1\)"):
+            backend.forward(queries[:2])
+    finally:
+        with torch.no_grad():
+            head.copy_(saved)
+
+
+def test_vision_features_mean_patch_tokens_without_cls(backend, queries) -> None:
+    imgs = [q.image for q in queries[:3]]
+    feats = backend.vision_features(imgs)
+    tower = backend.model.model.vision_tower
+    pixels = backend.processor.image_processor(
+        images=[backend._pil(i) for i in imgs], return_tensors="pt"
+    )["pixel_values"]
+    with torch.no_grad():
+        hidden = tower(pixels, output_hidden_states=True).last_hidden_state
+    expected = hidden[:, 1:].mean(1).numpy()
+    assert feats.shape == (3, hidden.shape[-1]) and feats.dtype == np.float32
+    np.testing.assert_allclose(feats, expected, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(feats, hidden.mean(1).numpy())  # the CLS token really is dropped
+
+
+def test_fingerprint_and_name(backend) -> None:
+    assert backend.fingerprint.startswith(f"hf:{tiny_model_dir().name}@sha256-")
+    assert backend.fingerprint.endswith(":float32:benchc-prompt-1")
+    assert backend.name == slug(tiny_model_dir().name)
+    assert slug("Qwen/Qwen2.5-VL-7B-Instruct") == "qwen--qwen2.5-vl-7b-instruct"
+
+
+def test_folder_hash_changes_with_any_file(tmp_path) -> None:
+    (tmp_path / "a.json").write_text("{}")
+    before = folder_hash(tmp_path)
+    assert folder_hash(tmp_path) == before
+    (tmp_path / "a.json").write_text("{ }")
+    assert folder_hash(tmp_path) != before
+
+
+def test_unknown_folder_and_uncached_hub_id_fail_fast(tmp_path, monkeypatch) -> None:
+    with pytest.raises(ValueError, match="neither an existing folder nor a hub id"):
+        HFBackend(str(tmp_path / "missing" / "deeper" / "x"))
+    with pytest.raises(ValueError, match=r"no config\.json"):
+        HFBackend(str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"'benchc-test/no-such-model'.*not in the local"):
+        HFBackend("benchc-test/no-such-model")
+    assert time.perf_counter() - start < 5
+
+
+def test_checkpoint_without_chat_template_or_processor(tmp_path) -> None:
+    src = tiny_model_dir()
+    no_template = shutil.copytree(src, tmp_path / "no-template")
+    (no_template / "chat_template.jinja").unlink()
+    with pytest.raises(ValueError, match="has no chat template"):
+        HFBackend(str(no_template))
+    no_proc = shutil.copytree(src, tmp_path / "no-processor")
+    (no_proc / "processor_config.json").unlink()
+    with pytest.raises(ValueError, match="processor"):
+        HFBackend(str(no_proc))
+
+
+def test_letter_without_single_token_is_rejected(backend, queries) -> None:
+    saved = dict(backend.letters)
+    backend.letters["C"] = ()
+    try:
+        with pytest.raises(ValueError, match=r"sample 's0'.*letter\(s\) C"):
+            backend.forward(queries[:1])
+    finally:
+        backend.letters.clear()
+        backend.letters.update(saved)
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    x = np.where(np.isnan(logits), -np.inf, logits.astype(np.float64))
+    e = np.exp(x - x.max(1, keepdims=True))
+    p = e / e.sum(1, keepdims=True)
+    return np.where(np.isnan(logits), np.nan, p)
