@@ -5,7 +5,7 @@ every random draw is seeded from ``(seed, sample id, corruption, severity)``, so
 give bit-identical pixels in any process, worker count or machine.
 """
 
-from benchc.corruptions.batch import iter_materialize, materialize, shutdown_pools
+from benchc.corruptions.batch import iter_materialize, materialize, prefill, shutdown_pools
 from benchc.corruptions.cache import CacheKey, CorruptionCache, default_cache_root
 from benchc.corruptions.engine import (
     ENGINE_VERSION,
@@ -29,6 +29,7 @@ __all__ = [
     "iter_materialize",
     "library_version",
     "materialize",
+    "prefill",
     "region_blur",
     "region_mask",
     "scale_region",

@@ -85,8 +85,12 @@ def _compute(
     jobs: list[tuple[str, str, int, CacheKey | None]],
     seed: int,
     cache: CorruptionCache | None,
+    keep: bool = True,
 ) -> list[tuple[str, np.ndarray]]:
-    """Corrupt one prepared image under several conditions, storing each result in the cache."""
+    """Corrupt one prepared image under several conditions, storing each result in the cache.
+
+    ``keep=False`` (cache filling) returns nothing, sparing the pickling back to the parent.
+    """
     out = []
     for condition, name, severity, key in jobs:
         try:
@@ -95,7 +99,8 @@ def _compute(
             raise RuntimeError(f"sample {sample_id!r}, condition {condition}: {exc}") from exc
         if cache is not None and key is not None:
             cache.put(key, result)
-        out.append((condition, result))
+        if keep:
+            out.append((condition, result))
     return out
 
 
@@ -114,6 +119,107 @@ def _parse_conditions(conditions: Sequence[str]) -> list[tuple[str, str | None, 
     return parsed
 
 
+def _check_images(images: Sequence[ImageItem], workers: int) -> None:
+    ids = [sid for sid, _ in images]
+    if len(set(ids)) != len(ids):
+        dup = next(s for s in ids if ids.count(s) > 1)
+        raise ValueError(f"duplicate sample id {dup!r} in images")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer; got {workers!r}")
+
+
+def _generate(
+    images: Sequence[ImageItem],
+    conditions: Sequence[str],
+    *,
+    image_size: int | None,
+    seed: int,
+    cache: CorruptionCache | None,
+    workers: int,
+    progress: bool,
+    keep: bool,
+    counts: dict[str, int] | None = None,
+) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+    """The shared engine of :func:`iter_materialize` (``keep``) and :func:`prefill` (not).
+
+    ``counts["computed"]`` is incremented by the number of cache misses computed.
+    """
+    from tqdm.auto import tqdm
+
+    parsed = _parse_conditions(conditions)
+    _check_images(images, workers)
+    pool = _pool(workers) if workers > 1 else None
+    window = max(8, 4 * workers)
+    # Split one image's work across idle workers when there are fewer images than workers.
+    spread = math.ceil(workers / max(1, len(images)))
+    total = len(images) * len(parsed)
+    bar = tqdm(total=total, desc="corruptions", unit="img", disable=not progress)
+
+    pending: deque[tuple[str, dict[str, np.ndarray], list[Future], int]] = deque()
+    in_flight = 0
+
+    def done(sid: str, got: dict[str, np.ndarray]) -> tuple[str, dict[str, np.ndarray]]:
+        return sid, ({key: got[key] for key, _, _ in parsed} if keep else {})
+
+    def drain(block_until: int) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+        nonlocal in_flight
+        while pending and (in_flight > block_until or all(f.done() for f in pending[0][2])):
+            sid, got, futures, n_jobs = pending.popleft()
+            for f in futures:
+                got.update(f.result())
+                in_flight -= 1
+            bar.update(n_jobs)
+            yield done(sid, got)
+
+    try:
+        for sample_id, image in images:
+            array = prepare(image, image_size, what=f"sample {sample_id!r}")
+            got: dict[str, np.ndarray] = {}
+            jobs = []
+            content = content_hash(array) if cache is not None else ""
+            for key, name, severity in parsed:
+                if name is None:
+                    got[key] = array
+                    continue
+                ckey = None
+                if cache is not None:
+                    ckey = CacheKey(content, image_size, name, severity, seed, str(sample_id))
+                    if keep:
+                        hit = cache.get(ckey, array.shape)
+                        if hit is not None:
+                            got[key] = hit
+                            continue
+                    elif cache.path(ckey).exists():  # filling only: presence is enough
+                        got[key] = array
+                        continue
+                jobs.append((key, name, severity, ckey))
+            if counts is not None:
+                counts["computed"] = counts.get("computed", 0) + len(jobs)
+            bar.update(len(got))
+            if pool is None:
+                got.update(_compute(sample_id, array, jobs, seed, cache, keep))
+                bar.update(len(jobs))
+                yield done(sample_id, got)
+                continue
+            n_tasks = min(len(jobs), max(math.ceil(len(jobs) / _MAX_TASK_CONDITIONS), spread))
+            futures = [
+                pool.submit(_compute, sample_id, array, jobs[i::n_tasks], seed, cache, keep)
+                for i in range(n_tasks)
+            ]
+            in_flight += len(futures)
+            pending.append((sample_id, got, futures, len(jobs)))
+            yield from drain(block_until=window)
+        yield from drain(block_until=-1)
+    except BrokenProcessPool:
+        _POOLS.pop(workers, None)  # a worker died; the next call starts a fresh pool
+        raise
+    finally:
+        for _, _, futures, _ in pending:
+            for f in futures:
+                f.cancel()
+        bar.close()
+
+
 def iter_materialize(
     images: Sequence[ImageItem],
     conditions: Sequence[str],
@@ -130,77 +236,51 @@ def iter_materialize(
     the pool works ahead of the consumer by a bounded number of tasks. Conditions keep their
     given order (duplicates dropped); ``"clean"`` maps to the prepared image itself.
     """
-    from tqdm.auto import tqdm
-
-    parsed = _parse_conditions(conditions)
-    ids = [sid for sid, _ in images]
-    if len(set(ids)) != len(ids):
-        dup = next(s for s in ids if ids.count(s) > 1)
-        raise ValueError(f"duplicate sample id {dup!r} in images")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer; got {workers!r}")
-    pool = _pool(workers) if workers > 1 else None
-    window = max(8, 4 * workers)
-    bar = tqdm(
-        total=len(images) * len(parsed), desc="corruptions", unit="img", disable=not progress
+    _parse_conditions(conditions)  # fail here, not at the first next()
+    _check_images(images, workers)
+    return _generate(
+        images,
+        conditions,
+        image_size=image_size,
+        seed=seed,
+        cache=cache,
+        workers=workers,
+        progress=progress,
+        keep=True,
     )
 
-    pending: deque[tuple[str, dict[str, np.ndarray], list[Future]]] = deque()
-    in_flight = 0
 
-    def drain(block_until: int) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
-        nonlocal in_flight
-        while pending and (in_flight > block_until or all(f.done() for f in pending[0][2])):
-            sid, got, futures = pending.popleft()
-            for f in futures:
-                results = f.result()
-                got.update(results)
-                bar.update(len(results))
-                in_flight -= 1
-            yield sid, {key: got[key] for key, _, _ in parsed}
+def prefill(
+    images: Sequence[ImageItem],
+    conditions: Sequence[str],
+    *,
+    image_size: int | None,
+    seed: int,
+    cache: CorruptionCache,
+    workers: int = 1,
+    progress: bool = False,
+) -> int:
+    """Compute every missing ``(image, condition)`` into ``cache``, keeping nothing in memory.
 
-    try:
-        for sample_id, image in images:
-            array = prepare(image, image_size, what=f"sample {sample_id!r}")
-            got: dict[str, np.ndarray] = {}
-            jobs = []
-            content = content_hash(array) if cache is not None else ""
-            for key, name, severity in parsed:
-                if name is None:
-                    got[key] = array
-                    continue
-                ckey = None
-                if cache is not None:
-                    ckey = CacheKey(content, image_size, name, severity, seed, str(sample_id))
-                    hit = cache.get(ckey, array.shape)
-                    if hit is not None:
-                        got[key] = hit
-                        continue
-                jobs.append((key, name, severity, ckey))
-            bar.update(len(got))
-            if pool is None:
-                for condition, result in _compute(sample_id, array, jobs, seed, cache):
-                    got[condition] = result
-                bar.update(len(jobs))
-                yield sample_id, {key: got[key] for key, _, _ in parsed}
-                continue
-            n_tasks = math.ceil(len(jobs) / _MAX_TASK_CONDITIONS)
-            futures = [
-                pool.submit(_compute, sample_id, array, jobs[i::n_tasks], seed, cache)
-                for i in range(n_tasks)
-            ]
-            in_flight += len(futures)
-            pending.append((sample_id, got, futures))
-            yield from drain(block_until=window)
-        yield from drain(block_until=-1)
-    except BrokenProcessPool:
-        _POOLS.pop(workers, None)  # a worker died; the next call starts a fresh pool
-        raise
-    finally:
-        for _, _, futures in pending:
-            for f in futures:
-                f.cancel()
-        bar.close()
+    The cheap way to warm the cache for a whole grid before per-cell :func:`materialize` calls.
+    Returns how many images were computed (cache misses).
+    """
+    if cache is None:
+        raise ValueError("prefill needs a CorruptionCache to fill")
+    counts = {"computed": 0}
+    for _ in _generate(
+        images,
+        conditions,
+        image_size=image_size,
+        seed=seed,
+        cache=cache,
+        workers=workers,
+        progress=progress,
+        keep=False,
+        counts=counts,
+    ):
+        pass
+    return counts["computed"]
 
 
 def materialize(

@@ -23,6 +23,7 @@ from benchc.corruptions import (
     default_cache_root,
     iter_materialize,
     materialize,
+    prefill,
 )
 from benchc.data.images import prepare
 from benchc.spec import CLEAN, all_conditions
@@ -221,12 +222,32 @@ def test_pool_sizes_1_and_2_give_identical_pixels(tmp_path, fresh_pools):
     assert list(serial) == list(pooled)
     assert all(serial[k].tobytes() == pooled[k].tobytes() for k in serial)
     assert len(all_files(tmp_path)) == 3 * (len(conditions) - 1)  # workers filled the cache
+    other = CorruptionCache(tmp_path / "prefilled")
+    assert prefill(images(), conditions, image_size=48, seed=0, cache=other, workers=2) == 3 * 32
+    filled = all_files(other.root)
+    assert [f.name for f in filled] == [
+        f.name for f in all_files(tmp_path) if other.root not in f.parents
+    ]
     streamed = list(
         iter_materialize(images(), conditions, image_size=48, seed=0, cache=None, workers=2)
     )
     assert [sid for sid, _ in streamed] == ["s0", "s1", "s2"]
     assert list(streamed[1][1]) == conditions
     assert all(np.array_equal(serial[("s1", c)], a) for c, a in streamed[1][1].items())
+
+
+def test_prefill_computes_only_misses_and_feeds_materialize(tmp_path, monkeypatch):
+    cache = CorruptionCache(tmp_path)
+    conditions = [CLEAN, "frost-2", "motion_blur-4"]
+    assert prefill(images(2), conditions[:2], image_size=None, seed=0, cache=cache) == 2
+    assert prefill(images(2), conditions, image_size=None, seed=0, cache=cache) == 2
+    assert prefill(images(2), conditions, image_size=None, seed=0, cache=cache) == 0
+    expected = materialize(images(2), conditions, image_size=None, seed=0, cache=None)
+    monkeypatch.setattr(batch, "corrupt_array", None)  # any computation would now fail
+    warm = materialize(images(2), conditions, image_size=None, seed=0, cache=cache)
+    assert all(warm[k].tobytes() == expected[k].tobytes() for k in expected)
+    with pytest.raises(ValueError, match="needs a CorruptionCache"):
+        prefill(images(2), conditions, image_size=None, seed=0, cache=None)
 
 
 @pytest.mark.parametrize(
