@@ -107,14 +107,14 @@ def validate_option_logits(
     if bad_in.any():
         idx = tuple(np.argwhere(bad_in)[0])
         raise ValueError(
-            f"{name}{_where(idx)}: option logit is {logits[idx]!r}; logits of the sample's "
+            f"{name}{_where(idx)}: option logit is {float(logits[idx])}; logits of the sample's "
             "K options must be finite"
         )
     if bad_pad.any():
         idx = tuple(np.argwhere(bad_pad)[0])
         raise ValueError(
             f"{name}{_where(idx)}: padding beyond sample {int(idx[0])}'s "
-            f"K={int(n_options[idx[0]])} options must be NaN, got {logits[idx]!r}"
+            f"K={int(n_options[idx[0]])} options must be NaN, got {float(logits[idx])}"
         )
     return n_options.astype(np.int64)
 

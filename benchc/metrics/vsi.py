@@ -1,0 +1,196 @@
+"""VSI metrics (SPEC 5): KL of the next-token distribution under a localised blur, the
+insensitive fraction, argmax change rate, and the encoder-LLM gap from a grouped linear probe.
+
+Layouts: full log-distributions ``logp`` (N, V); top-k ``ids`` (N, k) int and ``logp`` (N, k);
+pooled vision features (N, F) for the clean and the perturbed view of each image.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp, rel_entr
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupKFold, cross_val_score
+from sklearn.preprocessing import normalize
+
+from benchc.spec import VSI_FLOOR, VSI_INSENSITIVE
+
+__all__ = [
+    "GapResult",
+    "ProbeResult",
+    "argmax_change_rate",
+    "encoder_llm_gap",
+    "insensitive_fraction",
+    "probe_accuracy",
+    "vsi_full",
+    "vsi_topk",
+]
+
+_NORM_TOL = 1e-3
+
+
+def _check_logp(logp: np.ndarray, name: str) -> np.ndarray:
+    logp = np.asarray(logp, dtype=np.float64)
+    if logp.ndim != 2:
+        raise ValueError(f"{name}: expected (N, V) log-probabilities, got shape {logp.shape}")
+    bad = np.argwhere(np.isnan(logp) | (logp == np.inf))
+    if bad.size:
+        i, j = (int(v) for v in bad[0])
+        raise ValueError(f"{name}[{i}, {j}]: log-probability is {float(logp[i, j])}")
+    off = np.abs(logsumexp(logp, axis=1))
+    rows = np.nonzero(~(off <= _NORM_TOL))[0]
+    if rows.size:
+        i = int(rows[0])
+        raise ValueError(
+            f"{name}[{i}]: not a normalised log-distribution (logsumexp = {-off[i]:+.3g} != 0)"
+        )
+    return logp
+
+
+def vsi_full(logp_clean: np.ndarray, logp_perturbed: np.ndarray) -> np.ndarray:
+    """VSI = KL(f(.|x, q) || f(.|x_sigma, q)) per row over the full vocabulary (float64, >= 0).
+
+    Both inputs are (N, V) normalised log-probabilities; -inf marks a zero-probability token.
+    """
+    p = _check_logp(logp_clean, "logp_clean")
+    q = _check_logp(logp_perturbed, "logp_perturbed")
+    if p.shape != q.shape:
+        raise ValueError(f"logp_perturbed: shape {q.shape} differs from logp_clean {p.shape}")
+    kl = rel_entr(np.exp(p), np.exp(q)).sum(axis=1)
+    return np.maximum(kl, 0.0)
+
+
+def _on_union(union: np.ndarray, ids: np.ndarray, logp: np.ndarray, floor: float) -> np.ndarray:
+    """Probability of each union token under a top-k distribution (floor where it is absent)."""
+    match = union[:, :, None] == ids[:, None, :]
+    prob = (match * np.exp(logp)[:, None, :]).sum(axis=2)
+    return np.where(match.any(axis=2), np.maximum(prob, floor), floor)
+
+
+def vsi_topk(
+    ids_clean: np.ndarray,
+    logp_clean: np.ndarray,
+    ids_perturbed: np.ndarray,
+    logp_perturbed: np.ndarray,
+    floor: float = VSI_FLOOR,
+) -> np.ndarray:
+    """``vsi_top50``: KL over the union of both top-k supports; each distribution restricted to
+    the union with a ``floor`` for tokens outside its own top-k, then renormalised (SPEC 5)."""
+    ids = [np.asarray(ids_clean), np.asarray(ids_perturbed)]
+    lps = [np.asarray(logp_clean, dtype=np.float64), np.asarray(logp_perturbed, dtype=np.float64)]
+    names = ("clean", "perturbed")
+    for i, lp, nm in zip(ids, lps, names, strict=True):
+        if i.ndim != 2 or i.shape != lp.shape or i.shape[0] != ids[0].shape[0]:
+            raise ValueError(
+                f"top-k {nm}: ids {i.shape} and logp {lp.shape} must both be (N, k), same N"
+            )
+        bad = np.argwhere(~np.isfinite(lp) & ~(lp == -np.inf))
+        if bad.size:
+            r, c = (int(v) for v in bad[0])
+            raise ValueError(f"logp_{nm}[{r}, {c}]: log-probability is {float(lp[r, c])}")
+        dup = np.nonzero((np.diff(np.sort(i, axis=1), axis=1) == 0).any(axis=1))[0]
+        if dup.size:
+            raise ValueError(f"ids_{nm}[{int(dup[0])}]: top-k token ids repeat")
+    allid = np.concatenate(ids, axis=1)
+    union = np.sort(allid, axis=1)
+    first = np.ones(union.shape, dtype=bool)
+    first[:, 1:] = union[:, 1:] != union[:, :-1]
+    p = _on_union(union, ids[0], lps[0], floor) * first
+    q = _on_union(union, ids[1], lps[1], floor) * first
+    p /= p.sum(axis=1, keepdims=True)
+    q /= q.sum(axis=1, keepdims=True)
+    return np.maximum(rel_entr(p, q).sum(axis=1), 0.0)
+
+
+def insensitive_fraction(vsi: np.ndarray, threshold: float = VSI_INSENSITIVE) -> float:
+    """Share of samples with VSI < threshold; NaN for an empty set."""
+    v = np.asarray(vsi, dtype=np.float64)
+    if np.isnan(v).any():
+        raise ValueError(f"vsi[{int(np.nonzero(np.isnan(v))[0][0])}]: VSI is NaN")
+    return float(np.mean(v < threshold)) if v.size else float("nan")
+
+
+def argmax_change_rate(top1_clean: np.ndarray, top1_perturbed: np.ndarray) -> float:
+    """Share of samples whose argmax token changes under the perturbation; NaN when empty."""
+    a, b = np.asarray(top1_clean), np.asarray(top1_perturbed)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"argmax ids must both be (N,), got {a.shape} and {b.shape}")
+    return float(np.mean(a != b)) if a.size else float("nan")
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """Grouped k-fold accuracy of the perturbed-vs-clean linear probe."""
+
+    accuracy: float
+    fold_accuracies: np.ndarray
+
+    @property
+    def fold_std(self) -> float:
+        return float(np.std(self.fold_accuracies))
+
+
+def probe_accuracy(
+    features_clean: np.ndarray, features_perturbed: np.ndarray, n_splits: int = 5
+) -> ProbeResult:
+    """L2 logistic regression (C = 1) on l2-normalised features, clean (0) vs perturbed (1),
+    ``n_splits``-fold cross-validation grouped by image so both views share a fold (SPEC 5).
+
+    Deterministic: GroupKFold without shuffling and lbfgs need no random state.
+    """
+    fc = np.asarray(features_clean, dtype=np.float64)
+    fp = np.asarray(features_perturbed, dtype=np.float64)
+    if fc.ndim != 2 or fc.shape != fp.shape:
+        raise ValueError(
+            f"probe features must both be (N, F) with equal shapes, got {fc.shape} and {fp.shape}"
+        )
+    n = fc.shape[0]
+    if n < n_splits:
+        raise ValueError(f"probe: {n} images cannot fill {n_splits} grouped folds")
+    for arr, nm in ((fc, "features_clean"), (fp, "features_perturbed")):
+        bad = np.argwhere(~np.isfinite(arr))
+        if bad.size:
+            raise ValueError(f"{nm}[{int(bad[0][0])}]: feature vector has non-finite values")
+    x = normalize(np.concatenate([fc, fp]))
+    y = np.repeat([0, 1], n)
+    groups = np.tile(np.arange(n), 2)
+    clf = LogisticRegression(C=1.0, max_iter=1000)
+    folds = cross_val_score(clf, x, y, groups=groups, cv=GroupKFold(n_splits=n_splits))
+    return ProbeResult(float(np.mean(folds)), folds)
+
+
+@dataclass(frozen=True)
+class GapResult:
+    """Encoder-LLM gap on the low-VSI subset: probe accuracy - argmax change rate."""
+
+    n: int
+    probe: ProbeResult | None
+    change_rate: float
+    gap: float
+
+
+def encoder_llm_gap(
+    vsi: np.ndarray,
+    features_clean: np.ndarray,
+    features_perturbed: np.ndarray,
+    top1_clean: np.ndarray,
+    top1_perturbed: np.ndarray,
+    threshold: float = VSI_INSENSITIVE,
+    n_splits: int = 5,
+) -> GapResult:
+    """Probe accuracy minus argmax change rate, both on the samples with VSI < threshold.
+
+    Undefined (NaN gap, no probe) when the subset is too small for ``n_splits`` folds.
+    """
+    v = np.asarray(vsi, dtype=np.float64)
+    low = v < threshold
+    n = int(low.sum())
+    rate = argmax_change_rate(np.asarray(top1_clean)[low], np.asarray(top1_perturbed)[low])
+    if n < n_splits:
+        return GapResult(n, None, rate, float("nan"))
+    probe = probe_accuracy(
+        np.asarray(features_clean)[low], np.asarray(features_perturbed)[low], n_splits
+    )
+    return GapResult(n, probe, rate, probe.accuracy - rate)

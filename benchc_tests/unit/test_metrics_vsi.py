@@ -1,0 +1,134 @@
+"""VSI (SPEC 5): full and top-k KL, insensitive fraction, argmax change, probe and gap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from scipy.special import log_softmax
+
+from benchc.metrics import (
+    argmax_change_rate,
+    encoder_llm_gap,
+    insensitive_fraction,
+    probe_accuracy,
+    vsi_full,
+    vsi_topk,
+)
+
+logits = hnp.arrays(np.float64, (3, 12), elements=st.floats(-15, 15))
+
+
+@given(logits, logits)
+def test_vsi_nonnegative_and_zero_iff_equal(a, b):
+    la, lb = log_softmax(a, axis=1), log_softmax(b, axis=1)
+    v = vsi_full(la, lb)
+    assert (v >= 0).all()
+    assert (vsi_full(la, la) == 0).all()
+    differ = np.abs(np.exp(la) - np.exp(lb)).max(axis=1) > 1e-3
+    assert (v[differ] > 0).all()
+
+
+def test_vsi_full_by_hand_and_zero_probability_tokens():
+    p = np.array([[np.log(0.5), np.log(0.5), -np.inf]])
+    q = np.log(np.array([[0.25, 0.5, 0.25]]))
+    assert vsi_full(p, q)[0] == pytest.approx(0.5 * np.log(2))
+    assert vsi_full(q, p)[0] == np.inf  # support of p missing a token q uses
+
+
+def test_vsi_full_rejects_unnormalised_rows_and_nan():
+    good = log_softmax(np.zeros((2, 4)), axis=1)
+    bad = good.copy()
+    bad[1] += 0.5
+    with pytest.raises(ValueError, match=r"logp_perturbed\[1\]: not a normalised"):
+        vsi_full(good, bad)
+    bad = good.copy()
+    bad[0, 2] = np.nan
+    with pytest.raises(ValueError, match=r"logp_clean\[0, 2\]"):
+        vsi_full(bad, good)
+    with pytest.raises(ValueError, match="differs"):
+        vsi_full(good, good[:, :3] - np.log(0.75))
+
+
+def _topk(lp, k):
+    ids = np.argsort(-lp, axis=1, kind="stable")[:, :k]
+    return ids, np.take_along_axis(lp, ids, axis=1)
+
+
+def test_topk_equals_full_kl_when_k_covers_the_vocabulary():
+    rng = np.random.default_rng(0)
+    a = log_softmax(rng.normal(size=(4, 10)) * 3, axis=1)
+    b = log_softmax(rng.normal(size=(4, 10)) * 3, axis=1)
+    v = vsi_topk(*_topk(a, 10), *_topk(b, 10))
+    np.testing.assert_allclose(v, vsi_full(a, b), rtol=1e-9)
+    ia, la = _topk(a, 10)
+    assert (vsi_topk(ia, la, ia[:, ::-1], la[:, ::-1]) == 0).all() or np.allclose(
+        vsi_topk(ia, la, ia[:, ::-1], la[:, ::-1]), 0, atol=1e-12
+    )
+
+
+def test_topk_union_floor_and_renormalisation_by_hand():
+    # clean top-2 {0: .6, 1: .3}; perturbed top-2 {1: .5, 2: .4}; union {0, 1, 2}
+    ids_c, lp_c = np.array([[0, 1]]), np.log(np.array([[0.6, 0.3]]))
+    ids_p, lp_p = np.array([[1, 2]]), np.log(np.array([[0.5, 0.4]]))
+    f = 1e-12
+    p = np.array([0.6, 0.3, f])
+    q = np.array([f, 0.5, 0.4])
+    p, q = p / p.sum(), q / q.sum()
+    want = float(np.sum(p * np.log(p / q)))
+    assert vsi_topk(ids_c, lp_c, ids_p, lp_p)[0] == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError, match=r"ids_clean\[0\]: top-k token ids repeat"):
+        vsi_topk(np.array([[3, 3]]), lp_c, ids_p, lp_p)
+    with pytest.raises(ValueError, match=r"\(N, k\)"):
+        vsi_topk(ids_c, lp_c[:, :1], ids_p, lp_p)
+
+
+def test_insensitive_fraction_and_argmax_change_rate():
+    assert insensitive_fraction(np.array([0.01, 0.049, 0.05, 2.0])) == 0.5
+    assert np.isnan(insensitive_fraction(np.array([])))
+    with pytest.raises(ValueError, match=r"vsi\[1\]"):
+        insensitive_fraction(np.array([0.1, np.nan]))
+    assert argmax_change_rate(np.array([1, 2, 3, 4]), np.array([1, 0, 3, 0])) == 0.5
+    with pytest.raises(ValueError, match=r"\(N,\)"):
+        argmax_change_rate(np.array([1, 2]), np.array([1]))
+
+
+def _views(rng, n, f, shift):
+    clean = rng.normal(size=(n, f))
+    pert = clean + rng.normal(size=(n, f)) * 0.3
+    pert[:, 0] += shift  # the perturbation is linearly visible along feature 0
+    return clean, pert
+
+
+def test_probe_separates_a_visible_perturbation_and_not_an_invisible_one():
+    rng = np.random.default_rng(0)
+    seen = probe_accuracy(*_views(rng, 60, 8, 4.0))
+    blind = probe_accuracy(*_views(rng, 60, 8, 0.0))
+    assert seen.fold_accuracies.shape == (5,)
+    assert seen.accuracy > 0.9 and blind.accuracy < 0.75
+    again = probe_accuracy(*_views(np.random.default_rng(0), 60, 8, 4.0))
+    assert again.accuracy == seen.accuracy  # deterministic
+
+
+def test_probe_bad_input():
+    with pytest.raises(ValueError, match="cannot fill 5"):
+        probe_accuracy(np.ones((4, 3)), np.ones((4, 3)))
+    bad = np.ones((6, 3))
+    bad[2, 1] = np.inf
+    with pytest.raises(ValueError, match=r"features_perturbed\[2\]"):
+        probe_accuracy(np.ones((6, 3)), bad)
+
+
+def test_encoder_llm_gap_uses_the_low_vsi_subset_only():
+    rng = np.random.default_rng(1)
+    clean, pert = _views(rng, 40, 6, 4.0)
+    vsi = np.r_[np.full(30, 0.01), np.full(10, 1.0)]
+    top_c = np.zeros(40, int)
+    top_p = np.r_[np.zeros(27, int), np.ones(3, int), np.ones(10, int)]  # 3/30 change when low
+    gap = encoder_llm_gap(vsi, clean, pert, top_c, top_p)
+    assert gap.n == 30 and gap.change_rate == pytest.approx(0.1)
+    assert gap.gap == pytest.approx(gap.probe.accuracy - 0.1)
+    small = encoder_llm_gap(np.r_[np.full(3, 0.0), np.ones(37)], clean, pert, top_c, top_p)
+    assert small.probe is None and np.isnan(small.gap)
