@@ -104,20 +104,21 @@ def test_default_root_follows_the_environment(monkeypatch, tmp_path):
 
 def test_readers_never_see_a_partial_file_while_writers_race(tmp_path):
     cache = CorruptionCache(tmp_path)
-    array = np.random.default_rng(0).integers(0, 256, (300, 300, 3), dtype=np.uint8)
+    array = np.random.default_rng(0).integers(0, 256, (160, 160, 3), dtype=np.uint8)
     stop = threading.Event()
     bad: list[str] = []
 
     def write():
-        for _ in range(15):
+        for _ in range(10):
             cache.put(a_key(), array)
 
     def read():
         while not stop.is_set():
-            got = cache.get(a_key())
-            if got is not None and got.tobytes() != array.tobytes():
+            got = cache.get(a_key())  # a partial file would read as a miss (None)
+            if got is None or got.tobytes() != array.tobytes():
                 bad.append("partial or wrong file read")
 
+    cache.put(a_key(), array)  # from here on every read must see a complete file
     reader = threading.Thread(target=read)
     reader.start()
     writers = [threading.Thread(target=write) for _ in range(3)]
