@@ -1,0 +1,10 @@
+"""Model backends: a batch of queries in, option logits out (see ``base.Backend``).
+
+Heavy imports (torch, transformers) stay in the backend modules, loaded on first use.
+"""
+
+from benchc.models.base import Backend, BatchOutput, Query
+from benchc.models.collate import Collator, score
+from benchc.models.registry import load_backend, register
+
+__all__ = ["Backend", "BatchOutput", "Collator", "Query", "load_backend", "register", "score"]

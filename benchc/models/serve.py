@@ -49,8 +49,8 @@ class ChatServer(ThreadingHTTPServer):
         text, image = _user_turn(body)
         n = int(body.get("n", 1))
         temperature = float(body.get("temperature", 1.0))
-        if not 1 <= n <= 128:
-            raise ValueError(f"n must be in 1..128, got {n}")
+        if not 1 <= n <= 1024:
+            raise ValueError(f"n must be in 1..1024, got {n}")
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
         with self.lock:
