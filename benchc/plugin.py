@@ -1,5 +1,316 @@
 """The benchc pytest plugin (options, session model fixture, cell and model gates).
 
 Registered both by the root ``conftest.py`` and as the ``pytest11`` entry point ``benchc.plugin``;
-the shared name keeps pytest from loading it twice.
+the shared name keeps pytest from loading it twice. The suite's cases live in
+``benchc_tests/suite``; this module only wires options, fixtures, parametrisation and reporting.
 """
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+
+from benchc.suite.config import ConfigError, SuiteConfig
+from benchc.suite.session import LoadError, SuiteSession
+
+SESSION = pytest.StashKey[SuiteSession]()
+RUN_DIRS = pytest.StashKey[set]()
+
+#: Hypothesis profile names; ``BENCHC_HYPOTHESIS_PROFILE`` selects one (default ``ci``).
+HYPOTHESIS_ENV = "BENCHC_HYPOTHESIS_PROFILE"
+#: Model-level figures with one test each.
+MODEL_FIGURES = ("ras", "r_c", "r_w", "mixed_cell_rate")
+VSI_FIGURES = ("insensitive_fraction", "gap")
+_MARKERS = {
+    "benchc_cell": "one (corruption, severity) cell of the robustness suite",
+    "benchc_model": "a model-level robustness gate",
+    "benchc_sample": "a per-sample drill-down case (--per-sample)",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("benchc", "benchc structural-robustness suite")
+    add = group.addoption
+    add(
+        "--model",
+        dest="benchc_model",
+        default=None,
+        metavar="ID_OR_DIR",
+        help="model under test: hub id or checkpoint folder (default: fixtures/tiny-vlm)",
+    )
+    add("--revision", dest="benchc_revision", default=None, help="hub revision of --model")
+    add(
+        "--trust-remote-code",
+        dest="benchc_trust_remote_code",
+        action="store_true",
+        help="allow the model's own code from the hub",
+    )
+    add(
+        "--dataset",
+        dest="benchc_dataset",
+        default=None,
+        metavar="PATH",
+        help="dataset folder or file (default: fixtures/testbed)",
+    )
+    add(
+        "--corruptions",
+        dest="benchc_corruptions",
+        default=None,
+        metavar="LIST",
+        help="comma list of corruptions and/or families (noise,blur,...); default all 19",
+    )
+    add(
+        "--severities",
+        dest="benchc_severities",
+        default=None,
+        metavar="LIST",
+        help="comma list or range of severities, e.g. 1,3,5 or 2-4; default 1-5",
+    )
+    add(
+        "--image-size",
+        dest="benchc_image_size",
+        type=int,
+        default=None,
+        metavar="PX",
+        help="longer image side before corruption (default: native for the embedded "
+        "testbed, else 448)",
+    )
+    add(
+        "--batch-size",
+        dest="benchc_batch_size",
+        type=int,
+        default=None,
+        help="queries per forward pass (default: the backend's)",
+    )
+    add(
+        "--device",
+        dest="benchc_device",
+        default="auto",
+        help="auto (GPU when present, one per xdist worker), cpu, cuda, cuda:1, ...",
+    )
+    add("--dtype", dest="benchc_dtype", default=None, help="float32, bfloat16, float16")
+    add(
+        "--seed",
+        dest="benchc_seed",
+        type=int,
+        default=0,
+        help="seed of corruptions and bootstrap (default 0)",
+    )
+    add(
+        "--results-dir",
+        dest="benchc_results_dir",
+        default=None,
+        metavar="DIR",
+        help="resumable results store (default .benchc/results)",
+    )
+    add(
+        "--cache-dir",
+        dest="benchc_cache_dir",
+        default=None,
+        metavar="DIR",
+        help="corruption cache (default $BENCHC_CACHE_DIR or ~/.cache/benchc/corruptions)",
+    )
+    add(
+        "--thresholds-dir",
+        dest="benchc_thresholds_dir",
+        default=None,
+        metavar="DIR",
+        help="threshold snapshots, one folder per model (default thresholds/)",
+    )
+    add(
+        "--report",
+        dest="benchc_report",
+        default=None,
+        metavar="DIR",
+        help="write a text summary and severity-trajectory plots to DIR",
+    )
+    add(
+        "--per-sample",
+        dest="benchc_per_sample",
+        action="store_true",
+        help="add corruption x severity x sample drill-down cases",
+    )
+    add("--benchc-degrade", dest="benchc_degrade", default=None, help=argparse.SUPPRESS)
+
+
+def _register_hypothesis_profiles(config: pytest.Config) -> None:
+    """``ci``: modest, deterministic, no deadline (shared CI cores are slow and noisy);
+    ``dev``: many more examples for local bug hunting."""
+    try:
+        from hypothesis import settings
+    except ImportError:  # pragma: no cover
+        return
+    settings.register_profile("ci", max_examples=50, deadline=None, derandomize=True)
+    settings.register_profile("dev", max_examples=500, deadline=None)
+    if config.getoption("hypothesis_profile", None):
+        return  # the user's --hypothesis-profile wins
+    settings.load_profile(os.environ.get(HYPOTHESIS_ENV, "ci"))
+
+
+def _worker_id(config: pytest.Config) -> str | None:
+    workerinput = getattr(config, "workerinput", None)
+    return workerinput["workerid"] if workerinput else None
+
+
+def _xdist_workers(config: pytest.Config) -> int:
+    n = config.getoption("numprocesses", None)
+    if n in (None, 0):
+        return 0
+    if isinstance(n, int):
+        return n
+    return os.cpu_count() or 2  # "auto" / "logical"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in _MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    _register_hypothesis_profiles(config)
+    try:
+        cfg = SuiteConfig.from_options(
+            config.getoption, rootdir=Path(config.rootpath), worker_id=_worker_id(config)
+        )
+    except ConfigError as exc:
+        raise pytest.UsageError(f"benchc: {exc}") from None
+    if config.getoption("update_snapshots", False) and _xdist_workers(config) > 1:
+        raise pytest.UsageError(
+            "benchc: --snapshot-update under pytest-xdist with more than one worker is refused "
+            "(workers would race on the threshold files); rerun with -n 0 or -p no:xdist"
+        )
+    config.stash[SESSION] = SuiteSession(cfg)
+    config.stash[RUN_DIRS] = set()
+
+
+def _session(config: pytest.Config) -> SuiteSession:
+    return config.stash[SESSION]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    names = metafunc.fixturenames
+    session = _session(metafunc.config)
+    cfg = session.cfg
+    if "benchc_cell" in names:
+        metafunc.parametrize("benchc_cell", cfg.conditions, ids=cfg.conditions)
+    if "benchc_model_figure" in names:
+        metafunc.parametrize("benchc_model_figure", MODEL_FIGURES, ids=MODEL_FIGURES)
+    if "benchc_vsi_figure" in names:
+        metafunc.parametrize("benchc_vsi_figure", VSI_FIGURES, ids=VSI_FIGURES)
+    if "benchc_sample_case" in names:
+        if not cfg.per_sample:
+            metafunc.parametrize("benchc_sample_case", [None], ids=["per-sample-off"])
+            return
+        try:
+            ids = session.dataset.ids
+        except LoadError as exc:
+            raise pytest.UsageError(f"benchc: {exc}") from None
+        cases = [(c, sid) for c in cfg.conditions for sid in ids]
+        metafunc.parametrize("benchc_sample_case", cases, ids=[f"{c}-{s}" for c, s in cases])
+
+
+def _is_suite_item(item: pytest.Item) -> bool:
+    return any(item.get_closest_marker(m) for m in _MARKERS)
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    off = [i for i in items if "per-sample-off" in i.name]
+    if off:
+        config.hook.pytest_deselected(items=off)
+        items[:] = [i for i in items if "per-sample-off" not in i.name]
+    if config.option.collectonly or not any(_is_suite_item(i) for i in items):
+        return
+    state = _session(config)
+    try:  # fail once, before any cell runs, when the model or dataset cannot be used
+        _ = state.dataset
+        _ = state.backend
+    except LoadError as exc:
+        raise pytest.UsageError(f"benchc: {exc}") from None
+
+
+# -- fixtures -------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def benchc_session(pytestconfig: pytest.Config) -> SuiteSession:
+    """The process-wide suite state (config, dataset, backend, run)."""
+    return _session(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def benchc_config(benchc_session: SuiteSession) -> SuiteConfig:
+    return benchc_session.cfg
+
+
+@pytest.fixture(scope="session")
+def benchc_run(benchc_session: SuiteSession, pytestconfig: pytest.Config):
+    """The model under test on the dataset, backed by the results store (one per process)."""
+    run = benchc_session.run
+    pytestconfig.stash[RUN_DIRS].add(str(run.store.run_dir))
+    if _worker_id(pytestconfig) is None:
+        run.prefetch(benchc_session.cfg.conditions)
+    return run
+
+
+@pytest.fixture
+def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureRequest):
+    """``benchc_gate(payload)``: compare against ``thresholds/<slug>/<case>.json``."""
+    from benchc.gates.snapshot import extension_for, model_slug
+    from benchc.suite.gate import GateCheck
+
+    cfg = benchc_session.cfg
+    update = bool(request.config.getoption("update_snapshots", False))
+    ext = extension_for(cfg.thresholds_dir, model_slug(benchc_session.backend.name), update=update)
+    return GateCheck(snapshot.use_extension(ext), cfg, request.node, update=update)
+
+
+# -- reporting ------------------------------------------------------------------------------
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if SESSION not in config.stash:
+        return
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker hands its run folder to the controller
+        workeroutput["benchc_run_dirs"] = sorted(config.stash[RUN_DIRS])
+        return
+    cfg = _session(config).cfg
+    if cfg.report is not None and config.stash[RUN_DIRS]:
+        from benchc.report import write_report
+
+        for run_dir in sorted(config.stash[RUN_DIRS]):
+            write_report(Path(run_dir), cfg.report, thresholds_dir=cfg.thresholds_dir)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    dirs = getattr(node, "workeroutput", {}).get("benchc_run_dirs", [])
+    if SESSION in node.config.stash:
+        node.config.stash[RUN_DIRS].update(dirs)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    if SESSION not in config.stash:
+        return
+    improved = [
+        value
+        for reports in terminalreporter.stats.values()
+        for rep in reports
+        for key, value in getattr(rep, "user_properties", ())
+        if key == "benchc_improved" and getattr(rep, "when", "call") == "call"
+    ]
+    dirs = sorted(config.stash[RUN_DIRS])
+    if not improved and not dirs:
+        return
+    terminalreporter.section("benchc")
+    for d in dirs:
+        terminalreporter.write_line(f"results: {d}")
+    cfg = _session(config).cfg
+    if cfg.report is not None and dirs:
+        terminalreporter.write_line(f"report: {cfg.report}")
+    if improved:
+        terminalreporter.write_line(
+            f"{len(improved)} figure(s) improved beyond tolerance (not failures; "
+            "--snapshot-update records them):"
+        )
+        for line in sorted(set(improved)):
+            terminalreporter.write_line(f"  {line}")

@@ -1,0 +1,231 @@
+"""Run orchestration: dataset -> corruptions -> backend -> results store, one condition at a time.
+
+Each condition is computed in batches through :meth:`ResultStore.get_or_compute`, so a killed
+run resumes at the first unfinished batch and an xdist worker that needs a condition another
+worker is computing waits for it instead of duplicating it. Metrics are then pure functions of
+the stored arrays (``benchc.metrics``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from functools import cached_property
+
+import numpy as np
+
+from benchc import spec
+from benchc.corruptions import (
+    ENGINE_VERSION,
+    CorruptionCache,
+    default_cache_root,
+    iter_materialize,
+    library_version,
+    region_blur,
+    scale_region,
+    whole_blur,
+)
+from benchc.data.images import prepare
+from benchc.data.sample import Dataset
+from benchc.metrics import GridMetrics, compute_grid
+from benchc.models.base import Backend, Query
+from benchc.models.collate import score
+from benchc.results import ResultStore, RunKey
+from benchc.suite.config import SuiteConfig
+
+#: Stored name of the per-sample table (ids, answers, option counts).
+SAMPLES = "samples"
+#: Stored name of the VSI arrays.
+VSI = "vsi-region-blur"
+
+
+class SuiteRun:
+    """One model on one dataset under one set of settings, backed by a :class:`ResultStore`."""
+
+    def __init__(
+        self,
+        cfg: SuiteConfig,
+        dataset: Dataset,
+        backend: Backend,
+        *,
+        corruption_workers: int = 1,
+    ) -> None:
+        self.cfg = cfg
+        self.dataset = dataset
+        self.backend = backend
+        self.image_size = cfg.resolved_image_size()
+        self.batch_size = cfg.batch_size or backend.batch_size
+        self.corruption_workers = corruption_workers
+        self.cache = CorruptionCache(cfg.cache_dir or default_cache_root())
+        self.key = RunKey(
+            model_fingerprint=backend.fingerprint,
+            dataset_fingerprint=dataset.fingerprint,
+            settings={
+                "image_size": self.image_size,
+                "seed": cfg.seed,
+                "batch_size": self.batch_size,
+                "corruption_engine": ENGINE_VERSION,
+                "imagecorruptions": library_version(),
+                "prompt": spec.PROMPT_VERSION,
+            },
+            model_name=backend.name,
+            dataset_name=dataset.name,
+        )
+        self.store = ResultStore(cfg.results_dir, self.key)
+        self.k_max = int(dataset.n_options.max())
+        self._write_samples()
+
+    # -- bookkeeping ------------------------------------------------------------------------
+    def _write_samples(self) -> None:
+        if not self.store.has(SAMPLES):
+            self.store.save(
+                SAMPLES,
+                {
+                    "ids": np.array(self.dataset.ids, dtype=np.str_),
+                    "answers": self.dataset.answers,
+                    "n_options": self.dataset.n_options,
+                },
+            )
+            self.store.write_manifest(
+                {"model_spec": self.cfg.model, "dataset_spec": self.cfg.dataset}
+            )
+
+    @property
+    def ids(self) -> list[str]:
+        return self.dataset.ids
+
+    @cached_property
+    def _pil(self) -> list:
+        return [s.image() for s in self.dataset]
+
+    def _items(self, start: int, stop: int) -> list[tuple[str, object]]:
+        return [(self.dataset[i].id, self._pil[i]) for i in range(start, stop)]
+
+    def _queries(self, images: Sequence[np.ndarray], start: int) -> list[Query]:
+        out = []
+        for offset, image in enumerate(images):
+            s = self.dataset[start + offset]
+            out.append(
+                Query(image=image, question=s.question, options=s.options, hint=s.hint, id=s.id)
+            )
+        return out
+
+    # -- option logits per condition ---------------------------------------------------------
+    def condition(self, key: str) -> dict[str, np.ndarray]:
+        """Option logits (N, K_max) and option mass (N,) under condition ``key``."""
+        spec.parse_condition(key)  # clear error for a bad key
+        n = len(self.dataset)
+
+        def compute(start: int, stop: int) -> dict[str, np.ndarray]:
+            images = [
+                by_cond[key]
+                for _, by_cond in iter_materialize(
+                    self._items(start, stop),
+                    [key],
+                    image_size=self.image_size,
+                    seed=self.cfg.seed,
+                    cache=self.cache,
+                    workers=self.corruption_workers,
+                )
+            ]
+            out = score(self.backend, self._queries(images, start), batch_size=self.batch_size)
+            logits = np.full((stop - start, self.k_max), np.nan, dtype=np.float32)
+            width = out.option_logits.shape[1]
+            logits[:, :width] = out.option_logits
+            return {"option_logits": logits, "option_mass": out.option_mass.astype(np.float32)}
+
+        return self.store.get_or_compute(key, n, self.batch_size, compute)
+
+    def prefetch(self, keys: Sequence[str]) -> None:
+        """Fill the corruption cache for conditions not yet stored, with the whole process pool.
+
+        Worth it only on a cold cache: one streaming pass over all images keeps every core
+        busy, where per-condition batches would leave the pool idle while the model runs.
+        """
+        todo = [k for k in keys if k != spec.CLEAN and not self.store.has(k)]
+        if not todo or self.corruption_workers < 2:
+            return
+        for _ in iter_materialize(
+            self._items(0, len(self.dataset)),
+            todo,
+            image_size=self.image_size,
+            seed=self.cfg.seed,
+            cache=self.cache,
+            workers=self.corruption_workers,
+        ):
+            pass
+
+    # -- metrics ------------------------------------------------------------------------------
+    def grid(self, keys: Sequence[str] | None = None) -> GridMetrics:
+        """Bench-C figures over the selected corruptions x severities (or one cell's keys)."""
+        keys = list(keys) if keys is not None else self.cfg.conditions
+        parsed = [spec.parse_condition(k) for k in keys]
+        corruptions = list(dict.fromkeys(c for c, _ in parsed))
+        severities = sorted({s for _, s in parsed})
+        if len(keys) != len(corruptions) * len(severities):
+            raise ValueError(f"conditions {keys} do not form a full corruption x severity grid")
+        clean = self.condition(spec.CLEAN)["option_logits"]
+        n = len(self.dataset)
+        cube = np.empty((n, len(corruptions), len(severities), self.k_max), dtype=np.float32)
+        for i, c in enumerate(corruptions):
+            for j, s in enumerate(severities):
+                cube[:, i, j] = self.condition(spec.condition_key(c, s))["option_logits"]
+        return compute_grid(
+            clean,
+            cube,
+            self.dataset.answers,
+            self.dataset.n_options,
+            corruptions=tuple(corruptions),
+        )
+
+    def cell(self, key: str) -> GridMetrics:
+        """The (N, 1, 1) grid of one condition."""
+        return self.grid([key])
+
+    # -- VSI ------------------------------------------------------------------------------------
+    def vsi(self) -> dict[str, np.ndarray]:
+        """Per-sample VSI arrays (see :func:`benchc.suite.vsi.compute_vsi_batch`)."""
+        from benchc.suite.vsi import compute_vsi_batch
+
+        n = len(self.dataset)
+
+        def compute(start: int, stop: int) -> dict[str, np.ndarray]:
+            return compute_vsi_batch(self, start, stop)
+
+        return self.store.get_or_compute(VSI, n, self.batch_size, compute)
+
+    def prepared(self, start: int, stop: int) -> list[np.ndarray]:
+        """Clean images at the run's image size (what the corruptions start from)."""
+        return [
+            prepare(self._pil[i], self.image_size, what=f"sample {self.dataset[i].id!r}")
+            for i in range(start, stop)
+        ]
+
+    def blurred(self, start: int, stop: int) -> tuple[list[np.ndarray], np.ndarray]:
+        """Region-blurred images (SPEC 5) and a bool array marking whole-image fallbacks."""
+        images, fallback = [], np.zeros(stop - start, dtype=bool)
+        for offset, (i, array) in enumerate(
+            zip(range(start, stop), self.prepared(start, stop), strict=True)
+        ):
+            sample = self.dataset[i]
+            region = sample.region
+            if region is None:
+                images.append(whole_blur(array, spec.VSI_SIGMA))
+                fallback[offset] = True
+                continue
+            src = self._pil[i].size
+            dst = (array.shape[1], array.shape[0])
+            images.append(region_blur(array, scale_region(region, src, dst), sigma=spec.VSI_SIGMA))
+        return images, fallback
+
+
+def default_corruption_workers(worker_id: str | None) -> int:
+    """All cores for a plain run; one per xdist worker (the workers are the parallelism)."""
+    if worker_id and worker_id != "master":
+        return 1
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def describe_store(run: SuiteRun) -> str:
+    done = [k for k in run.cfg.conditions if run.store.has(k)]
+    return f"{run.store.run_dir} ({len(done)}/{len(run.cfg.conditions)} cells stored)"

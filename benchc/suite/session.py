@@ -1,0 +1,95 @@
+"""The per-pytest-session state: configuration, then (lazily) dataset, backend and run.
+
+Loading is lazy so that ``pytest benchc_tests/unit`` never pays for a model, and memoised so
+that a model which cannot load is reported once (as a usage error) instead of once per cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from benchc.data.sample import Dataset
+from benchc.models.base import Backend
+from benchc.suite.config import SuiteConfig
+from benchc.suite.run import SuiteRun, default_corruption_workers
+
+
+class LoadError(RuntimeError):
+    """The dataset or the model named on the command line cannot be used."""
+
+
+def open_dataset(cfg: SuiteConfig) -> Dataset:
+    from benchc.data import load_dataset
+
+    try:
+        dataset = load_dataset(cfg.dataset)
+    except Exception as exc:
+        raise LoadError(f"--dataset {cfg.dataset!r} cannot be loaded: {exc}") from exc
+    if len(dataset) == 0:
+        raise LoadError(f"--dataset {cfg.dataset!r} holds no samples")
+    return dataset
+
+
+def open_backend(cfg: SuiteConfig) -> Backend:
+    """The model of ``--model``, wrapped by ``--benchc-degrade`` when given."""
+    try:
+        from benchc.models import load_backend
+    except ImportError:  # pragma: no cover - until the models registry lands
+        from benchc.models.hf import HFBackend as load_backend
+    kwargs = {
+        "revision": cfg.revision,
+        "trust_remote_code": cfg.trust_remote_code,
+        "device": cfg.resolved_device(),
+        "dtype": cfg.dtype,
+    }
+    if cfg.batch_size is not None:
+        kwargs["batch_size"] = cfg.batch_size
+    try:
+        backend = load_backend(cfg.model, **kwargs)
+    except Exception as exc:
+        raise LoadError(
+            f"--model {cfg.model!r} cannot be loaded: {type(exc).__name__}: {exc}"
+        ) from exc
+    if cfg.degrade:
+        from benchc.suite.degrade import DegradedBackend
+
+        backend = DegradedBackend(backend, **cfg.degrade)
+    return backend
+
+
+@dataclass
+class SuiteSession:
+    """Everything the fixtures share within one pytest process."""
+
+    cfg: SuiteConfig
+    _dataset: Dataset | None = None
+    _backend: Backend | None = None
+    _run: SuiteRun | None = None
+    improvements: list[str] = field(default_factory=list)
+
+    @property
+    def dataset(self) -> Dataset:
+        if self._dataset is None:
+            self._dataset = open_dataset(self.cfg)
+        return self._dataset
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            self._backend = open_backend(self.cfg)
+        return self._backend
+
+    @property
+    def run(self) -> SuiteRun:
+        if self._run is None:
+            self._run = SuiteRun(
+                self.cfg,
+                self.dataset,
+                self.backend,
+                corruption_workers=default_corruption_workers(self.cfg.worker_id),
+            )
+        return self._run
+
+    @property
+    def started(self) -> bool:
+        return self._run is not None
