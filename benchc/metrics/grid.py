@@ -71,11 +71,6 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
-def _mean0(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Mean over axis 0 of ``values`` where ``mask``; NaN where no member."""
-    return _ratio(np.where(mask, values, 0.0).sum(axis=0), mask.sum(axis=0))
-
-
 def _freeze(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a)
     a.setflags(write=False)
@@ -167,7 +162,7 @@ class GridMetrics:
 
     def regimes(self) -> RegimeTable:
         """Table IV over this grid's valid pairs."""
-        return regime_table(self.d_s, self.d_c)
+        return regime_table(self.d_s, self.d_c, codes=self.regime, ras_values=self.ras)
 
     def states(self, quantity: str = "ras") -> StateAttribution:
         """Table III: Eqs. 12-16 pooled over every valid pair, for ``ras``, ``d_s`` or ``d_c``."""
@@ -341,16 +336,19 @@ def compute_grid(
         d_c[nanv] = np.nan
         r[nanv] = np.nan
 
-    cc3 = np.broadcast_to(correct0[:, None, None], (n, d, n_sev))
-    cell_n = valid_arr.sum(axis=0)
-    corr_sum = correct.sum(axis=0)
-    clean_sum = (cc3 & valid_arr).sum(axis=0)
-    att = state_attribution(correct0, correct, r, valid_arr)
+    att = state_attribution(correct0, correct, r, valid_arr if valid is not None else None)
+    cnt, tot = att.count, att.total  # (4, D, L) in cc, cw, wc, ww order
+    cell_n = cnt.sum(axis=0)
+    corr_sum = cnt[0] + cnt[2]
+    clean_sum = cnt[0] + cnt[1]
     cell_r_c, cell_r_w = att.source[0], att.source[1]
     n_tot = cell_n.sum()
-    src_c = (cc3 & valid_arr).sum()
-    src_w = (~cc3 & valid_arr).sum()
-    rv = np.where(valid_arr, r, 0.0)
+    cons_sum = consistent.sum(axis=0)
+    if valid is None:
+        ds_sum, dc_sum = d_s.sum(axis=0), d_c.sum(axis=0)
+    else:
+        ds_sum = np.where(valid_arr, d_s, 0.0).sum(axis=0)
+        dc_sum = np.where(valid_arr, d_c, 0.0).sum(axis=0)
 
     def model_mean(num: float, den: float) -> float:
         return float(num / den) if den > 0 else float("nan")
@@ -378,27 +376,27 @@ def compute_grid(
         cell_n=cell_n,
         cell_acc=_ratio(corr_sum, cell_n),
         cell_d_acc=_ratio(corr_sum - clean_sum, cell_n),
-        cell_consistency=_ratio(consistent.sum(axis=0), cell_n),
+        cell_consistency=_ratio(cons_sum, cell_n),
         cell_rel_robustness=_ratio(corr_sum, clean_sum),
         cell_ras=att.aggregate,
         cell_r_c=cell_r_c,
         cell_r_w=cell_r_w,
-        cell_d_s=_mean0(d_s, valid_arr),
-        cell_d_c=_mean0(d_c, valid_arr),
+        cell_d_s=_ratio(ds_sum, cell_n),
+        cell_d_c=_ratio(dc_sum, cell_n),
         cell_state_count=att.count,
         cell_alpha=att.alpha,
         cell_pi=att.pi,
         acc_clean=float(correct0.mean()),
         acc_corrupt=model_mean(corr_sum.sum(), n_tot),
         d_acc=model_mean(corr_sum.sum() - clean_sum.sum(), n_tot),
-        consistency=model_mean(consistent.sum(), n_tot),
+        consistency=model_mean(cons_sum.sum(), n_tot),
         rel_robustness=model_mean(corr_sum.sum(), clean_sum.sum()),
-        ras_mean=model_mean(rv.sum(), n_tot),
-        r_c=model_mean(np.where(cc3, rv, 0.0).sum(), src_c),
-        r_w=model_mean(np.where(cc3, 0.0, rv).sum(), src_w),
+        ras_mean=model_mean(tot.sum(), n_tot),
+        r_c=model_mean(tot[:2].sum(), clean_sum.sum()),
+        r_w=model_mean(tot[2:].sum(), cnt[2:].sum()),
         mixed_cell_rate=mixed_cell_rate(cell_r_c, cell_r_w),
-        d_s_mean=model_mean(np.where(valid_arr, d_s, 0.0).sum(), n_tot),
-        d_c_mean=model_mean(np.where(valid_arr, d_c, 0.0).sum(), n_tot),
+        d_s_mean=model_mean(ds_sum.sum(), n_tot),
+        d_c_mean=model_mean(dc_sum.sum(), n_tot),
     )
     for name, val in fields.items():
         if isinstance(val, np.ndarray):

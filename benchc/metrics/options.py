@@ -163,11 +163,10 @@ def probs_option_first(xt: np.ndarray, n_options: np.ndarray) -> np.ndarray:
 def entropy_option_first(pt: np.ndarray, n_options: np.ndarray) -> np.ndarray:
     """S(p) (Eq. 7) of option-first probabilities (K, N, ...), in the input precision,
     clipped to [0, 1]; NaN rows stay NaN."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = pt * np.log(pt)
-    t[pt == 0] = 0
+    # p log max(p, tiny) is exactly 0 at p = 0 (0 log 0 = 0) and needs no masking pass.
+    t = pt * np.log(np.maximum(pt, np.finfo(pt.dtype).tiny))
     logk = np.log(np.asarray(n_options, dtype=pt.dtype)).reshape((-1,) + (1,) * (pt.ndim - 2))
-    return np.clip(-t.sum(axis=0) / logk, 0, 1)
+    return np.minimum(np.maximum(-t.sum(axis=0) / logk, 0), 1)
 
 
 def top_option_first(pt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -37,7 +37,8 @@ class StateAttribution:
 
     ``count`` (4, *T): |Q_ab|; ``mean`` (4, *T): M_ab (Eq. 13); ``alpha`` (4, *T): alpha_ab
     (Eq. 14, row a's share of source a); ``pi`` (2, *T): pi_c, pi_w (Eq. 14);
-    ``source`` (2, *T): M_c, M_w (Eq. 15); ``aggregate`` (*T): M (Eq. 16).
+    ``source`` (2, *T): M_c, M_w (Eq. 15); ``aggregate`` (*T): M (Eq. 16); ``total`` (4, *T):
+    the sum of M over each state (for pooling cells exactly).
     Means over empty sets are NaN; an empty state inside a non-empty source has alpha = 0 and
     drops out of Eq. 15 rather than poisoning it.
     """
@@ -48,6 +49,7 @@ class StateAttribution:
     pi: np.ndarray
     source: np.ndarray
     aggregate: np.ndarray
+    total: np.ndarray
 
 
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -63,30 +65,48 @@ def state_attribution(
 ) -> StateAttribution:
     """State-conditioned means, weights and aggregates of ``values`` (N, ...) per trailing cell.
 
-    ``valid`` (N, ...) excludes pairs (e.g. unparseable black-box pairs); pairs whose value is
-    NaN are excluded too.
+    ``clean_correct`` (N,), ``corrupt_correct`` and ``values`` (N, ...). ``valid`` (N, ...)
+    excludes pairs (e.g. unparseable black-box pairs); pairs whose value is NaN are excluded too.
     """
     values = np.asarray(values, dtype=np.float64)
-    code = state_codes(clean_correct, corrupt_correct)
-    code = np.broadcast_to(code, values.shape)
-    ok = ~np.isnan(values)
+    cc = np.asarray(clean_correct, dtype=bool)
+    xc = np.asarray(corrupt_correct, dtype=bool)
+    n = values.shape[0] if values.ndim else 0
+    if cc.shape != (n,) or xc.shape != values.shape:
+        raise ValueError(
+            f"state_attribution: expected clean_correct (N,) and corrupt_correct, values (N, ...); "
+            f"got {cc.shape}, {xc.shape}, {values.shape}"
+        )
+    trail = values.shape[1:]
+    v = values.reshape(n, -1)
+    ok = ~np.isnan(v)
     if valid is not None:
-        ok &= np.asarray(valid, dtype=bool)
-    v0 = np.where(ok, values, 0.0)
-    onehot = (code[None] == np.arange(4).reshape((4,) + (1,) * code.ndim)) & ok[None]
-    count = onehot.sum(axis=1)
-    total = np.sum(onehot * v0[None], axis=1)
+        ok &= np.asarray(valid, dtype=bool).reshape(n, -1)
+    v0 = np.where(ok, v, 0.0)
+    right = xc.reshape(n, -1) & ok
+    wrong = ~xc.reshape(n, -1) & ok
+    # Rows = clean source (c, w); a (2, N) @ (N, cells) product sums each source per cell.
+    src = np.stack([cc, ~cc]).astype(np.float64)
+    to_right = src @ right.astype(np.float64)
+    to_wrong = src @ wrong.astype(np.float64)
+    count = np.stack([to_right[0], to_wrong[0], to_right[1], to_wrong[1]])
+    sum_right = src @ np.where(right, v0, 0.0)
+    sum_wrong = src @ np.where(wrong, v0, 0.0)
+    total = np.stack([sum_right[0], sum_wrong[0], sum_right[1], sum_wrong[1]])
+    count = count.astype(np.int64).reshape((4, *trail))
+    total = total.reshape((4, *trail))
     mean = _safe_div(total, count)
-    src_count = count.reshape((2, 2, *count.shape[1:])).sum(axis=1)
+    src_count = count.reshape((2, 2, *trail)).sum(axis=1)
     alpha = _safe_div(count, np.repeat(src_count, 2, axis=0))
     n_all = src_count.sum(axis=0)
     pi = _safe_div(src_count, n_all[None])
+    # Eq. 15 with empty states dropped: alpha_ab = 0 there, and 0 * NaN must not poison M_a.
     contrib = np.where(count > 0, alpha * np.where(count > 0, mean, 0.0), 0.0)
-    source = contrib.reshape((2, 2, *count.shape[1:])).sum(axis=1)
+    source = contrib.reshape((2, 2, *trail)).sum(axis=1)
     source = np.where(src_count > 0, source, np.nan)
     aggregate = np.where(src_count > 0, pi * np.where(src_count > 0, source, 0.0), 0.0).sum(axis=0)
     aggregate = np.where(n_all > 0, aggregate, np.nan)
-    return StateAttribution(count, mean, alpha, pi, source, aggregate)
+    return StateAttribution(count, mean, alpha, pi, source, aggregate, total)
 
 
 def mixed_cell_rate(r_c: np.ndarray, r_w: np.ndarray) -> float:

@@ -45,10 +45,11 @@ def trajectory_classes(
             f"got {cc.shape} and {x.shape}"
         )
     cc = cc[:, None]
-    any_wrong = ~x.all(axis=-1)
-    any_right = x.any(axis=-1)
-    recovers = (~x[..., :-1] & x[..., 1:]).any(axis=-1)  # a wrong -> correct step
-    relapses = (x[..., :-1] & ~x[..., 1:]).any(axis=-1)  # a correct -> wrong step
+    xt = np.ascontiguousarray(np.moveaxis(x, -1, 0))  # severity-first: fast reductions over L
+    any_wrong = ~xt.all(axis=0)
+    any_right = xt.any(axis=0)
+    recovers = (~xt[:-1] & xt[1:]).any(axis=0)  # a wrong -> correct step
+    relapses = (xt[:-1] & ~xt[1:]).any(axis=0)  # a correct -> wrong step
     from_correct = np.where(~any_wrong, 0, np.where(recovers, 1, 2))
     from_wrong = np.where(~any_right, 3, np.where(relapses, 4, 5))
     code = np.where(cc, from_correct, from_wrong)
@@ -61,7 +62,8 @@ def class_conditioned_mean(classes: np.ndarray, values: np.ndarray) -> np.ndarra
     """Mean of ``values`` (N, D, L) over each trajectory's L pairs, then over the members of
     each class: shape (6,), NaN for an empty class."""
     classes = np.asarray(classes).ravel().astype(np.int64)
-    per_traj = np.asarray(values, dtype=np.float64).mean(axis=-1).ravel()
+    v = np.asarray(values, dtype=np.float64)
+    per_traj = (v.reshape(-1, v.shape[-1]) @ np.full(v.shape[-1], 1.0 / v.shape[-1])).ravel()
     ok = classes >= 0
     n_cls = len(TRAJECTORIES)
     count = np.bincount(classes[ok], minlength=n_cls)
