@@ -1,0 +1,294 @@
+"""Model-backend throughput: the tiny VLM on CPU, and config-only (random-weight) VLMs on GPU.
+
+``cpu``: samples/s of the embedded tiny VLM through the full HFBackend path (chat template,
+processor, one forward per batch, letter logits) via ``benchc.models.collate.score`` at batch
+1, 16 and 64; the reference is batch 1 measured in the same run.
+
+``config``: a transformers VLM built from its config class with random weights (no download),
+e.g. a Qwen2.5-VL-7B-shaped model, fed inputs built without its processor (Qwen-VL's processor
+needs torchvision). Reports samples/s per batch size (reference: the smallest batch), the
+estimated forward FLOPs and the fraction of the device's bf16 dense peak. ``--shrink`` keeps the
+architecture but makes it tiny, to check the path on CPU.
+
+    python benchmarks/bench_models.py cpu [--model fixtures/tiny-vlm] [--n 128]
+    python benchmarks/bench_models.py config --config qwen2.5-vl-7b --batches 1 8 32
+    python benchmarks/bench_models.py config --config path/to/config.json --device cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: bf16 dense peak TFLOP/s by device-name substring (vendor datasheets, SXM parts).
+PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10G": 125.0}
+
+
+# --------------------------------------------------------------------------------------- cpu
+def bench_cpu(args: argparse.Namespace) -> None:
+    from benchc.data.synthetic import make_item
+    from benchc.models.base import Query
+    from benchc.models.collate import score
+    from benchc.models.hf import HFBackend
+
+    torch.set_num_threads(args.threads)
+    model = args.model or _default_tiny_model()
+    backend = HFBackend(str(model), device="cpu")
+    items = [make_item(i, seed=123) for i in range(args.n)]
+    queries = [Query(it.image, it.question, it.options, id=str(i)) for i, it in enumerate(items)]
+    score(backend, queries[:8], batch_size=8)  # warm-up
+    print(f"model {backend.fingerprint}, {args.n} synthetic queries, {args.threads} thread(s)")
+    rates = {}
+    for bs in args.batches:
+        best = float("inf")
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            score(backend, queries, batch_size=bs)
+            best = min(best, time.perf_counter() - start)
+        rates[bs] = args.n / best
+    ref = rates[args.batches[0]]
+    for bs, rate in rates.items():
+        print(f"batch {bs:>3}: {rate:8.1f} samples/s  ({rate / ref:5.2f}x batch {args.batches[0]})")
+
+
+def _default_tiny_model() -> Path:
+    committed = ROOT / "fixtures" / "tiny-vlm"
+    if (committed / "config.json").is_file():
+        return committed
+    import tempfile
+
+    from benchc.tinyvlm.build import build_untrained
+
+    print("fixtures/tiny-vlm not found: timing an untrained build of the same shape")
+    return build_untrained(Path(tempfile.mkdtemp()) / "tiny", seed=0)
+
+
+# ------------------------------------------------------------------------------------ config
+def qwen25_vl_7b_config():
+    """The Qwen2.5-VL-7B-Instruct shape (from its published config.json), random weights."""
+    from transformers import Qwen2_5_VLConfig
+
+    return Qwen2_5_VLConfig(
+        text_config={
+            "vocab_size": 152064,
+            "hidden_size": 3584,
+            "intermediate_size": 18944,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 28,
+            "num_key_value_heads": 4,
+            "max_position_embeddings": 128000,
+            "rms_norm_eps": 1e-6,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 1000000.0,
+                "mrope_section": [16, 24, 24],
+            },
+            "tie_word_embeddings": False,
+        },
+        vision_config={
+            "depth": 32,
+            "hidden_size": 1280,
+            "intermediate_size": 3420,
+            "num_heads": 16,
+            "out_hidden_size": 3584,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "window_size": 112,
+            "fullatt_block_indexes": [7, 15, 23, 31],
+        },
+        tie_word_embeddings=False,
+    )
+
+
+BUILTIN_CONFIGS = {"qwen2.5-vl-7b": qwen25_vl_7b_config}
+
+
+def load_config(name_or_path: str):
+    if name_or_path in BUILTIN_CONFIGS:
+        return BUILTIN_CONFIGS[name_or_path]()
+    from transformers import AutoConfig
+
+    path = Path(name_or_path)
+    if not path.exists():
+        raise ValueError(
+            f"--config {name_or_path!r}: not a built-in ({', '.join(BUILTIN_CONFIGS)}) "
+            "nor a config.json / checkpoint folder"
+        )
+    return AutoConfig.from_pretrained(path.parent if path.is_file() else path)
+
+
+def shrink(cfg) -> None:
+    """Same architecture, tiny widths and depths: exercises the path on a CPU."""
+    t = cfg.text_config
+    # two heads of the original head_dim 128, so Qwen's mrope sections still fit
+    t.hidden_size, t.intermediate_size, t.num_hidden_layers = 256, 512, 2
+    t.num_attention_heads, t.num_key_value_heads = 2, 1
+    if hasattr(t, "layer_types"):
+        t.layer_types = t.layer_types[:2]
+    if hasattr(t, "max_window_layers"):
+        t.max_window_layers = 2
+    v = cfg.vision_config
+    if cfg.model_type.startswith("qwen2"):
+        v.depth, v.hidden_size, v.intermediate_size, v.num_heads = 2, 64, 128, 2
+        v.out_hidden_size, v.fullatt_block_indexes = 256, [1]
+    else:
+        v.hidden_size, v.intermediate_size, v.num_hidden_layers, v.num_attention_heads = (
+            64,
+            128,
+            2,
+            2,
+        )
+
+
+def make_inputs(cfg, batch: int, image_px: int, text_len: int, device: str, dtype) -> dict:
+    """Model inputs for ``batch`` one-image prompts, built from the config alone."""
+    gen = torch.Generator().manual_seed(0)
+    text = torch.randint(100, 20000, (batch, text_len), generator=gen)
+    if cfg.model_type in ("qwen2_5_vl", "qwen2_vl"):
+        v = cfg.vision_config
+        grid = image_px // v.patch_size
+        grid -= grid % v.spatial_merge_size
+        n_patches = grid * grid
+        n_image_tokens = n_patches // v.spatial_merge_size**2
+        image = torch.full((batch, n_image_tokens), cfg.image_token_id)
+        start = torch.full((batch, 1), cfg.vision_start_token_id)
+        end = torch.full((batch, 1), cfg.vision_end_token_id)
+        half = text_len // 2
+        ids = torch.cat([text[:, :half], start, image, end, text[:, half:]], dim=1)
+        patch_dim = v.in_channels * v.temporal_patch_size * v.patch_size**2
+        extra = {
+            "pixel_values": torch.randn(batch * n_patches, patch_dim, generator=gen),
+            "image_grid_thw": torch.tensor([[1, grid, grid]] * batch),
+        }
+        vision_tokens = batch * n_patches
+    elif hasattr(cfg, "image_token_index") or hasattr(cfg, "image_token_id"):
+        token = getattr(cfg, "image_token_index", None) or cfg.image_token_id
+        v = cfg.vision_config
+        n_image_tokens = getattr(cfg, "image_seq_length", None) or (
+            (v.image_size // v.patch_size) ** 2
+        )
+        image = torch.full((batch, n_image_tokens), token)
+        ids = torch.cat([image, text], dim=1)
+        extra = {"pixel_values": torch.randn(batch, 3, v.image_size, v.image_size, generator=gen)}
+        vision_tokens = batch * n_image_tokens
+    else:
+        raise ValueError(f"no input builder for model_type {cfg.model_type!r}")
+    inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids), **extra}
+    out = {
+        k: (v.to(device, dtype) if torch.is_floating_point(v) else v.to(device))
+        for k, v in inputs.items()
+    }
+    out["_vision_tokens"] = vision_tokens
+    return out
+
+
+def forward_flops(model, cfg, inputs: dict) -> float:
+    """Matmul FLOPs of one forward: 2 x params x tokens per tower, plus attention scores."""
+    tower = next(
+        getattr(model.model, a) for a in ("visual", "vision_tower") if hasattr(model.model, a)
+    )
+    lm = model.model.language_model
+    p_vision = sum(p.numel() for p in tower.parameters())
+    p_lm = sum(p.numel() for p in lm.parameters()) - lm.embed_tokens.weight.numel()
+    b, t = inputs["input_ids"].shape
+    t_cfg = cfg.text_config
+    flops = 2 * p_lm * b * t + 2 * p_vision * inputs["_vision_tokens"]
+    flops += 4 * t_cfg.num_hidden_layers * b * t * t * t_cfg.hidden_size  # QK^T and AV
+    flops += 2 * t_cfg.hidden_size * t_cfg.vocab_size * b  # lm_head at the last position only
+    return float(flops)
+
+
+def bench_config(args: argparse.Namespace) -> None:
+    from transformers import AutoModelForImageTextToText
+
+    cfg = load_config(args.config)
+    if args.shrink:
+        shrink(cfg)
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    torch.manual_seed(0)
+    start = time.perf_counter()
+    with torch.device(device):
+        model = AutoModelForImageTextToText.from_config(cfg, dtype=dtype).eval()
+    n_params = sum(p.numel() for p in model.parameters())
+    print(
+        f"{args.config}{' (shrunk)' if args.shrink else ''}: {type(model).__name__}, "
+        f"{n_params / 1e9:.3f} B params, {dtype}, {device}, built in "
+        f"{time.perf_counter() - start:.1f} s"
+    )
+    peak = args.peak_tflops
+    if peak is None and device.startswith("cuda"):
+        name = torch.cuda.get_device_name()
+        peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
+        print(f"device {name}, bf16 dense peak {peak or 'unknown'} TFLOP/s")
+    rates = {}
+    for bs in args.batches:
+        inputs = make_inputs(cfg, bs, args.image_px, args.text_len, device, dtype)
+        vision_tokens = inputs.pop("_vision_tokens")
+        try:
+            with torch.inference_mode():
+                model(**inputs, logits_to_keep=1, use_cache=False)  # warm-up
+                _sync(device)
+                best = float("inf")
+                for _ in range(args.repeat):
+                    t0 = time.perf_counter()
+                    out = model(**inputs, logits_to_keep=1, use_cache=False)
+                    torch.log_softmax(out.logits[:, -1].float(), -1)
+                    _sync(device)
+                    best = min(best, time.perf_counter() - t0)
+        except torch.OutOfMemoryError:
+            print(f"batch {bs:>3}: out of memory")
+            break
+        inputs["_vision_tokens"] = vision_tokens
+        tflops = forward_flops(model, cfg, inputs) / best / 1e12
+        rates[bs] = (bs / best, tflops)
+        del inputs, out
+    if not rates:
+        return
+    ref_bs = next(iter(rates))
+    print(f"prompt: {args.text_len} text tokens + one {args.image_px}px image")
+    for bs, (rate, tflops) in rates.items():
+        frac = f", {100 * tflops / peak:5.1f}% of bf16 peak" if peak else ""
+        print(
+            f"batch {bs:>3}: {rate:8.2f} samples/s ({rate / rates[ref_bs][0]:5.2f}x batch "
+            f"{ref_bs}), {tflops:7.2f} TFLOP/s{frac}"
+        )
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="mode", required=True)
+    cpu = sub.add_parser("cpu", help="tiny VLM through HFBackend on CPU")
+    cpu.add_argument("--model", type=Path, default=None)
+    cpu.add_argument("--n", type=int, default=128)
+    cpu.add_argument("--batches", type=int, nargs="+", default=[1, 16, 64])
+    cpu.add_argument("--threads", type=int, default=1)
+    cpu.add_argument("--repeat", type=int, default=3)
+    conf = sub.add_parser("config", help="random-weight model from a config, inputs w/o processor")
+    conf.add_argument("--config", default="qwen2.5-vl-7b")
+    conf.add_argument("--device", default=None)
+    conf.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32])
+    conf.add_argument("--image-px", type=int, default=448)
+    conf.add_argument("--text-len", type=int, default=64)
+    conf.add_argument("--repeat", type=int, default=3)
+    conf.add_argument("--peak-tflops", type=float, default=None)
+    conf.add_argument("--shrink", action="store_true", help="tiny widths: smoke-test on CPU")
+    args = ap.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    bench_cpu(args) if args.mode == "cpu" else bench_config(args)
+
+
+if __name__ == "__main__":
+    main()
