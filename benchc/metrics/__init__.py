@@ -69,6 +69,7 @@ from benchc.metrics.stats import (
     bootstrap_indices,
     bootstrap_replicates,
     bootstrap_se,
+    replicate_se,
     resample_counts,
     weighted_nanmean,
 )
@@ -144,6 +145,7 @@ __all__ = [
     "rank_table_from_grids",
     "ras",
     "regime_table",
+    "replicate_se",
     "resample_counts",
     "select",
     "selector_dispersion",

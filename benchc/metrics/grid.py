@@ -28,7 +28,7 @@ from benchc.metrics.options import (
 )
 from benchc.metrics.ras import RegimeTable, ras, regime_table, sign_regime
 from benchc.metrics.states import StateAttribution, mixed_cell_rate, state_attribution
-from benchc.metrics.stats import DEFAULT_N_BOOT, resample_counts
+from benchc.metrics.stats import DEFAULT_N_BOOT, replicate_se, resample_counts
 from benchc.metrics.trajectories import TrajectorySummary, trajectory_classes, trajectory_summary
 
 __all__ = [
@@ -172,6 +172,27 @@ class GridMetrics:
         values = getattr(self, quantity).reshape(-1)
         return state_attribution(cc, self.correct.reshape(-1), values, self.valid.reshape(-1))
 
+    def pair_values(self, figure: str) -> np.ndarray:
+        """Per-pair contributions (N, D, L) to a mean figure, NaN where a pair does not count:
+        the cell figure is their mean over samples, so a gate can name the samples that moved
+        it most. ``figure`` in acc, d_acc, consistency, ras, r_c, r_w, d_s, d_c."""
+        ok = self.valid
+        cc = np.broadcast_to(self.correct_clean[:, None, None], ok.shape)
+        nan = np.float64(np.nan)
+        table = {
+            "acc": lambda: np.where(ok, self.correct, nan),
+            "d_acc": lambda: np.where(ok, self.correct.astype(float) - cc, nan),
+            "consistency": lambda: np.where(ok, self.consistent, nan),
+            "ras": lambda: self.ras.copy(),
+            "r_c": lambda: np.where(cc, self.ras, nan),
+            "r_w": lambda: np.where(cc, nan, self.ras),
+            "d_s": lambda: self.d_s.copy(),
+            "d_c": lambda: self.d_c.copy(),
+        }
+        if figure not in table:
+            raise ValueError(f"pair_values: no per-pair form for {figure!r}; one of {list(table)}")
+        return table[figure]().astype(np.float64)
+
     def bootstrap(
         self, n_boot: int = DEFAULT_N_BOOT, seed: int = spec.DEFAULT_SEED
     ) -> dict[str, np.ndarray]:
@@ -234,9 +255,7 @@ class GridMetrics:
     ) -> dict[str, np.ndarray | float]:
         """Bootstrap standard error (ddof=1, undefined replicates ignored) of every figure that
         :meth:`bootstrap` resamples; NaN where fewer than two replicates are defined."""
-        from benchc.metrics.stats import _nanstd
-
-        return {k: _nanstd(v) for k, v in self.bootstrap(n_boot, seed).items()}
+        return {k: replicate_se(v) for k, v in self.bootstrap(n_boot, seed).items()}
 
 
 def split_conditions(

@@ -22,6 +22,7 @@ __all__ = [
     "bootstrap_indices",
     "bootstrap_replicates",
     "bootstrap_se",
+    "replicate_se",
     "resample_counts",
     "weighted_nanmean",
 ]
@@ -104,10 +105,12 @@ def bootstrap_se(
     ``fn`` receives an int array of row indices (with repeats) and returns a scalar or array.
     NaN where fewer than two replicates are defined.
     """
-    return _nanstd(bootstrap_replicates(fn, n_samples, seed=seed, n_boot=n_boot))
+    return replicate_se(bootstrap_replicates(fn, n_samples, seed=seed, n_boot=n_boot))
 
 
-def _nanstd(reps: np.ndarray) -> np.ndarray | float:
+def replicate_se(reps: np.ndarray) -> np.ndarray | float:
+    """Standard error from bootstrap replicates (B, ...): ddof=1 std over axis 0, NaN
+    replicates ignored, NaN where fewer than two are defined."""
     ok = (~np.isnan(reps)).sum(axis=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

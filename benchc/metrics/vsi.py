@@ -31,35 +31,45 @@ __all__ = [
 _NORM_TOL = 1e-3
 
 
-def _check_logp(logp: np.ndarray, name: str) -> np.ndarray:
+def _check_logp(logp: np.ndarray, name: str, offset: int = 0) -> np.ndarray:
+    """Validate (rows, V) log-probabilities; ``offset`` is the first row's index for messages."""
     logp = np.asarray(logp, dtype=np.float64)
-    if logp.ndim != 2:
-        raise ValueError(f"{name}: expected (N, V) log-probabilities, got shape {logp.shape}")
     bad = np.argwhere(np.isnan(logp) | (logp == np.inf))
     if bad.size:
         i, j = (int(v) for v in bad[0])
-        raise ValueError(f"{name}[{i}, {j}]: log-probability is {float(logp[i, j])}")
-    off = np.abs(logsumexp(logp, axis=1))
-    rows = np.nonzero(~(off <= _NORM_TOL))[0]
+        raise ValueError(f"{name}[{i + offset}, {j}]: log-probability is {float(logp[i, j])}")
+    lse = logsumexp(logp, axis=1)
+    rows = np.nonzero(~(np.abs(lse) <= _NORM_TOL))[0]
     if rows.size:
         i = int(rows[0])
         raise ValueError(
-            f"{name}[{i}]: not a normalised log-distribution (logsumexp = {-off[i]:+.3g} != 0)"
+            f"{name}[{i + offset}]: not a normalised log-distribution "
+            f"(logsumexp = {lse[i]:+.3g} != 0)"
         )
     return logp
 
 
-def vsi_full(logp_clean: np.ndarray, logp_perturbed: np.ndarray) -> np.ndarray:
+def vsi_full(
+    logp_clean: np.ndarray, logp_perturbed: np.ndarray, chunk_rows: int = 64
+) -> np.ndarray:
     """VSI = KL(f(.|x, q) || f(.|x_sigma, q)) per row over the full vocabulary (float64, >= 0).
 
     Both inputs are (N, V) normalised log-probabilities; -inf marks a zero-probability token.
+    Rows are processed ``chunk_rows`` at a time so a 150k-token vocabulary stays in bounded
+    memory.
     """
-    p = _check_logp(logp_clean, "logp_clean")
-    q = _check_logp(logp_perturbed, "logp_perturbed")
-    if p.shape != q.shape:
-        raise ValueError(f"logp_perturbed: shape {q.shape} differs from logp_clean {p.shape}")
-    kl = rel_entr(np.exp(p), np.exp(q)).sum(axis=1)
-    return np.maximum(kl, 0.0)
+    a, b = np.asarray(logp_clean), np.asarray(logp_perturbed)
+    if a.shape != b.shape:
+        raise ValueError(f"logp_perturbed: shape {b.shape} differs from logp_clean {a.shape}")
+    if a.ndim != 2:
+        raise ValueError(f"logp_clean: expected (N, V) log-probabilities, got shape {a.shape}")
+    out = np.empty(a.shape[0])
+    for start in range(0, a.shape[0], chunk_rows):
+        rows = slice(start, start + chunk_rows)
+        p = _check_logp(a[rows], "logp_clean", start)
+        q = _check_logp(b[rows], "logp_perturbed", start)
+        out[rows] = rel_entr(np.exp(p), np.exp(q)).sum(axis=1)
+    return np.maximum(out, 0.0)
 
 
 def _on_union(union: np.ndarray, ids: np.ndarray, logp: np.ndarray, floor: float) -> np.ndarray:

@@ -4,9 +4,13 @@ the vectorised bootstrap."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from benchc import spec
 from benchc.metrics import (
@@ -197,3 +201,45 @@ def test_vectorised_bootstrap_matches_row_resampling():
     ]
     np.testing.assert_allclose(got, se, rtol=1e-9, atol=1e-12)
     assert all(v > 0 for v in got[:3])
+
+
+@st.composite
+def grids(draw):
+    n = draw(st.integers(1, 5))
+    k_max = draw(st.integers(2, 5))
+    k = np.array(draw(st.lists(st.integers(2, k_max), min_size=n, max_size=n)))
+    el = st.floats(-20, 20, width=32)
+    lc = draw(hnp.arrays(np.float64, (n, k_max), elements=el))
+    lx = draw(hnp.arrays(np.float64, (n, 2, 3, k_max), elements=el))
+    pad = np.arange(k_max) >= k[:, None]
+    lc[pad] = np.nan
+    lx[np.broadcast_to(pad[:, None, None, :], lx.shape)] = np.nan
+    y = np.array([draw(st.integers(0, int(v) - 1)) for v in k])
+    return lc, lx, y
+
+
+@given(grids())
+def test_grid_ranges(data):
+    g = compute_grid(*data)
+    assert ((g.d_s >= -1) & (g.d_s <= 1)).all() and ((g.d_c >= -1) & (g.d_c <= 1)).all()
+    assert ((g.ras >= -2) & (g.ras <= 1)).all()
+    assert ((g.s_clean >= 0) & (g.s_clean <= 1)).all() and (
+        (g.c_clean >= 0) & (g.c_clean <= 1)
+    ).all()
+    np.testing.assert_allclose(g.cell_ras, g.ras.mean(axis=0), atol=1e-12)
+    assert g.ras_mean == pytest.approx(g.ras.mean(), abs=1e-12)
+
+
+def test_pair_values_average_to_the_cell_figures():
+    rng = np.random.default_rng(5)
+    lc, lx, y, _ = _random_grid(rng, n=10, d=2)
+    valid = rng.random(lx.shape[:3]) > 0.1
+    g = compute_grid(lc, lx, y, valid=valid)
+    for fig in ("acc", "d_acc", "consistency", "ras", "r_c", "r_w", "d_s", "d_c"):
+        v = g.pair_values(fig)
+        assert v.shape == g.shape and np.isnan(v[~valid]).all()
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            np.testing.assert_allclose(np.nanmean(v, axis=0), getattr(g, f"cell_{fig}"), atol=1e-12)
+    with pytest.raises(ValueError, match="mixed_cell_rate"):
+        g.pair_values("mixed_cell_rate")

@@ -132,3 +132,13 @@ def test_encoder_llm_gap_uses_the_low_vsi_subset_only():
     assert gap.gap == pytest.approx(gap.probe.accuracy - 0.1)
     small = encoder_llm_gap(np.r_[np.full(3, 0.0), np.ones(37)], clean, pert, top_c, top_p)
     assert small.probe is None and np.isnan(small.gap)
+
+
+def test_chunked_vsi_equals_unchunked_and_names_the_global_row():
+    rng = np.random.default_rng(3)
+    a = log_softmax(rng.normal(size=(10, 50)), axis=1)
+    b = log_softmax(rng.normal(size=(10, 50)), axis=1)
+    np.testing.assert_allclose(vsi_full(a, b, chunk_rows=3), vsi_full(a, b, chunk_rows=64))
+    b[7, 4] = np.nan
+    with pytest.raises(ValueError, match=r"logp_perturbed\[7, 4\]"):
+        vsi_full(a, b, chunk_rows=3)
