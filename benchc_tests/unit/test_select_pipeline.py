@@ -18,7 +18,7 @@ from benchc.models import registry
 from benchc.models.base import Backend, BatchOutput
 from benchc.select.embed import minilm_available, sample_text, text_embeddings
 from benchc.select.predict import collect_predictions, top1_from_logits
-from benchc.select.report import REPORT_JSON, REPORT_MD, SCORES_JSONL
+from benchc.select.report import PREDICTIONS_NPZ, REPORT_JSON, REPORT_MD, SCORES_JSONL
 
 CORR = ("brightness", "gaussian_noise")
 
@@ -152,5 +152,7 @@ def test_cli_end_to_end(tmp_path, capsys):
     assert all(r["eligible"] for r in scores if r["selected"])
     assert len(report["leave_one_selector_out"]) == 2
     assert "Leave-one-selector-out" in (out / REPORT_MD).read_text()
+    saved = np.load(out / PREDICTIONS_NPZ)
+    assert saved["top1"].shape == (2, 24, 2, 5) and saved["ids"].tolist()[0] == "syn7-00000"
     # regions survive the round trip into the committed format
     assert all(isinstance(s.region, tuple) for s in selected)
