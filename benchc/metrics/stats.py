@@ -54,9 +54,9 @@ def resample_counts(
     with the same seed.
     """
     idx = bootstrap_indices(n_samples, n_boot, seed)
-    counts = np.zeros((n_boot, n_samples))
-    np.add.at(counts, (np.arange(n_boot)[:, None], idx), 1.0)
-    return counts
+    flat = (idx + (np.arange(n_boot) * n_samples)[:, None]).ravel()
+    counts = np.bincount(flat, minlength=n_boot * n_samples)
+    return counts.reshape(n_boot, n_samples).astype(np.float64)
 
 
 def weighted_nanmean(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
