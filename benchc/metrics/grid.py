@@ -83,7 +83,8 @@ class GridMetrics:
 
     Per sample (N,): ``n_options``, ``answers``, ``pred_clean``, ``correct_clean``, ``s_clean``,
     ``c_clean``, ``conf_clean``; ``p_clean`` (N, K_max) float32 (padding 0).
-    Per pair (N, D, L): ``p_corrupt`` (N, D, L, K_max) float32, ``pred``, ``correct``,
+    Per pair (N, D, L): ``p_corrupt`` (N, D, L, K_max) float32 (NaN on invalid pairs),
+    ``pred`` (-1 on invalid pairs), ``correct``,
     ``consistent``, ``d_s``, ``d_c``, ``ras`` (NaN on invalid pairs), ``regime``
     (:data:`benchc.metrics.ras.REGIMES` code, -1 invalid), ``valid``.
     Per cell (D, L): ``cell_n``, ``cell_acc``, ``cell_d_acc``, ``cell_consistency``,
@@ -336,6 +337,8 @@ def compute_grid(
     severities = tuple(range(1, n_sev + 1))
 
     p0t = probs_option_first(to_option_first(lc), k)
+    if valid is not None:  # invalid pairs may hold anything: neutralise, then mark undefined
+        lx = np.where(valid_arr[..., None], lx, 0.0)
     pxt = probs_option_first(to_option_first(lx), k)
     if valid is not None:
         pxt[:, ~valid_arr] = np.nan
@@ -344,6 +347,8 @@ def compute_grid(
     s0 = entropy_option_first(p0t, k).astype(np.float64)
     c0 = alignment_from_top(pred0, conf0, y).astype(np.float64)
     pred, conf = top_option_first(pxt)
+    if valid is not None:
+        pred[~valid_arr] = -1
     correct = (pred == y[:, None, None]) & valid_arr
     consistent = (pred == pred0[:, None, None]) & valid_arr
     d_s = entropy_option_first(pxt, k) - s0[:, None, None]

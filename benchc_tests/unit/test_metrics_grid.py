@@ -144,7 +144,14 @@ def test_invalid_pairs_are_excluded_everywhere():
     lx_bad[1, 0, 2] = np.nan  # an unparseable pair
     g = compute_grid(lc, lx_bad, y, valid=valid)
     full = compute_grid(lc, lx, y)
-    assert np.isnan(g.ras[1, 0, 2]) and g.regime[1, 0, 2] == -1
+    assert np.isnan(g.ras[1, 0, 2]) and g.regime[1, 0, 2] == -1 and g.pred[1, 0, 2] == -1
+    assert np.isnan(g.p_corrupt[1, 0, 2]).all() and not g.correct[1, 0, 2]
+    lx_inf = lx.copy()
+    lx_inf[1, 0, 2] = np.inf  # garbage in a skipped pair raises nothing, warns nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same = compute_grid(lc, lx_inf, y, valid=valid)
+    assert np.array_equal(same.ras, g.ras, equal_nan=True)
     assert g.cell_n[0, 2] == 5 and g.cell_n[0, 1] == 6
     keep = valid.copy()
     np.testing.assert_allclose(g.cell_ras[0, 2], full.ras[keep[:, 0, 2], 0, 2].mean())
