@@ -164,6 +164,9 @@ def top_movers(
     """``(sample id, baseline value, current value)`` of the samples that moved most in the
     figure's worse direction, matched by sample id."""
     key = outcome.current.per_sample or outcome.baseline.per_sample
+    flip = 1
+    if key and key.startswith("-"):  # per-sample values move opposite to the figure
+        key, flip = key[1:], -1
     if not key or key not in baseline.per_sample or key not in current.per_sample:
         return []
     base = dict(zip(baseline.ids, baseline.per_sample[key], strict=False))
@@ -172,7 +175,7 @@ def top_movers(
         b = base.get(sid)
         if b is None or not (math.isfinite(b) and math.isfinite(cur)):
             continue
-        worse_by = -outcome.rule.sign * (cur - b)
+        worse_by = -flip * outcome.rule.sign * (cur - b)
         if worse_by > 0:
             rows.append((worse_by, sid, b, cur))
     rows.sort(key=lambda r: (-r[0], r[1]))
@@ -196,7 +199,7 @@ def describe(outcome: Outcome, baseline: Payload, current: Payload) -> list[str]
     ]
     movers = top_movers(baseline, current, outcome)
     if movers:
-        key = c.per_sample or b.per_sample
+        key = (c.per_sample or b.per_sample or "").lstrip("-")
         lines.append(f"  samples that moved most ({key}, baseline -> current):")
         lines.extend(f"    {sid}: {bv:.3f} -> {cv:.3f}" for sid, bv, cv in movers)
     return lines

@@ -49,3 +49,11 @@ def model_case(run: SuiteRun, figure: str) -> Payload:
         info=run_info(run, grid=True),
         seed=run.cfg.seed,
     )
+
+
+def vsi_case(run: SuiteRun, figure: str) -> Payload:
+    """One VSI figure (insensitive fraction or encoder-LLM gap); raises
+    :class:`benchc.suite.vsi.VSIUnavailable` for a backend without distributions or tower."""
+    from benchc.suite.vsi import vsi_payload
+
+    return vsi_payload(run.vsi(), figure, run=run)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from benchc import spec
 from benchc.gates import Payload, compare, report
 from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
 
@@ -30,6 +31,16 @@ def record_command(cfg: SuiteConfig) -> str:
         parts.append(f"--model={cfg.model}")
     if cfg.dataset != DEFAULT_DATASET:
         parts.append(f"--dataset={cfg.dataset}")
+    if cfg.corruptions != spec.CORRUPTIONS:
+        parts.append(f"--corruptions={','.join(cfg.corruptions)}")
+    if cfg.severities != spec.SEVERITIES:
+        parts.append(f"--severities={','.join(map(str, cfg.severities))}")
+    if cfg.image_size is not None:
+        parts.append(f"--image-size={cfg.image_size}")
+    if cfg.seed != spec.DEFAULT_SEED:
+        parts.append(f"--seed={cfg.seed}")
+    if cfg.thresholds_dir.resolve() != (Path.cwd() / "thresholds").resolve():
+        parts.append(f"--thresholds-dir={cfg.thresholds_dir}")
     parts.append("--snapshot-update")
     return shlex.join(parts)
 

@@ -32,16 +32,19 @@ def open_dataset(cfg: SuiteConfig) -> Dataset:
 
 def open_backend(cfg: SuiteConfig) -> Backend:
     """The model of ``--model``, wrapped by ``--benchc-degrade`` when given."""
-    try:
-        from benchc.models import load_backend
-    except ImportError:  # pragma: no cover - until the models registry lands
-        from benchc.models.hf import HFBackend as load_backend
-    kwargs = {
-        "revision": cfg.revision,
-        "trust_remote_code": cfg.trust_remote_code,
-        "device": cfg.resolved_device(),
-        "dtype": cfg.dtype,
-    }
+    from benchc.models import load_backend
+
+    # Only what the user set (or the GPU an xdist worker owns): black-box backends take no
+    # device or dtype, and each backend keeps its own defaults.
+    kwargs: dict[str, object] = {}
+    if cfg.revision is not None:
+        kwargs["revision"] = cfg.revision
+    if cfg.trust_remote_code:
+        kwargs["trust_remote_code"] = True
+    if cfg.device != "auto" or cfg.resolved_device() != "cpu":
+        kwargs["device"] = cfg.resolved_device()
+    if cfg.dtype is not None:
+        kwargs["dtype"] = cfg.dtype
     if cfg.batch_size is not None:
         kwargs["batch_size"] = cfg.batch_size
     try:
