@@ -154,6 +154,8 @@ def save_tsv(samples: Iterable[Sample], path: str | Path) -> Path:
     header += ["l2-category"] + (["region"] if has_region else [])
     buf = io.StringIO(newline="")
     w = csv.writer(buf, delimiter="\t", lineterminator="\n")
+    # QUOTE_MINIMAL does not quote a lone "\r", which readers take for a line end
+    w_all = csv.writer(buf, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_ALL)
     w.writerow(header)
     for s in samples:
         opts = list(s.options) + [""] * (kmax - s.k)
@@ -163,6 +165,6 @@ def save_tsv(samples: Iterable[Sample], path: str | Path) -> Path:
         if has_region:
             region = s.region
             row.append(json.dumps([int(v) for v in region]) if isinstance(region, tuple) else "")
-        w.writerow(row)
-    path.write_text(buf.getvalue(), encoding="utf-8")
+        (w_all if any("\r" in cell for cell in row) else w).writerow(row)
+    path.write_text(buf.getvalue(), encoding="utf-8", newline="")
     return path

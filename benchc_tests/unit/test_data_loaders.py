@@ -10,13 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from benchc.data import synthetic as syn
 from benchc.data.fingerprint import fingerprint
 from benchc.data.loaders import load_dataset
 from benchc.data.native import save_jsonl
-from benchc.data.tsv import save_tsv
+from benchc.data.tsv import MISSING, save_tsv
 from benchc.data.validate import skip_summary
 
 
@@ -264,3 +266,28 @@ def test_fingerprint_tracks_content(samples):
     changed_image = [replace(samples[0], image_bytes=_png()), *samples[1:]]
     reordered = [samples[1], samples[0], *samples[2:]]
     assert len({base, *map(fingerprint, (changed_answer, changed_image, reordered))}) == 4
+
+
+# --- property: arbitrary text survives every writer/loader pair --------------------------------
+
+_text = st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30).filter(
+    lambda t: t.strip() and t.strip() not in MISSING
+)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(question=_text, options=st.lists(_text, min_size=2, max_size=6, unique=True), data=st.data())
+def test_text_round_trips_through_jsonl_and_tsv(tmp_path_factory, question, options, data):
+    answer = data.draw(st.integers(0, len(options) - 1))
+    s = syn.generate(1, seed=0)[0]
+    s = replace(s, id="q\t1 ü", question=question, options=tuple(options), answer=answer)
+    folder = tmp_path_factory.mktemp("rt")
+    via_jsonl = load_dataset(save_jsonl([s], folder / "j"))[0]
+    via_tsv = load_dataset(save_tsv([s], folder / "t.tsv"))[0]
+    for got in (via_jsonl, via_tsv):
+        assert (got.id, got.question, got.options, got.answer) == (
+            s.id,
+            question,
+            s.options,
+            answer,
+        )
