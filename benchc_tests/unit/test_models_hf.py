@@ -16,7 +16,7 @@ from benchc.data.synthetic import make_item
 from benchc.models.base import Query
 from benchc.models.collate import score
 from benchc.models.hf import HFBackend
-from benchc.models.source import folder_hash, slug
+from benchc.models.source import folder_hash, resolve_source, slug
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "fixtures" / "tiny-vlm"
@@ -215,3 +215,82 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(1, keepdims=True))
     p = e / e.sum(1, keepdims=True)
     return np.where(np.isnan(logits), np.nan, p)
+
+
+def test_cached_hub_id_resolves_to_its_snapshot_commit(tmp_path, monkeypatch) -> None:
+    """A hub id found in the local cache loads offline and is fingerprinted by its commit."""
+    import huggingface_hub.constants as hub_constants
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "models--benchc-test--tiny"
+    shutil.copytree(tiny_model_dir(), repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    source = resolve_source("benchc-test/tiny")
+    assert source.revision == commit and source.path.name == commit
+    b = HFBackend("benchc-test/tiny")
+    assert b.fingerprint == f"hf:benchc-test/tiny@{commit}:float32:benchc-prompt-1"
+    assert b.name == "benchc-test--tiny"
+    with pytest.raises(ValueError, match="revision v2"):
+        resolve_source("benchc-test/tiny", revision="v2")
+
+
+@pytest.fixture(scope="module")
+def idefics3_dir(tmp_path_factory) -> Path:
+    """A random SmolVLM-style Idefics3 checkpoint: a second architecture, no CLS token."""
+    from transformers import AutoTokenizer, LlamaConfig
+    from transformers.models.idefics3 import (
+        Idefics3Config,
+        Idefics3ForConditionalGeneration,
+        Idefics3Processor,
+    )
+    from transformers.models.idefics3.configuration_idefics3 import Idefics3VisionConfig
+    from transformers.models.idefics3.image_processing_pil_idefics3 import (
+        Idefics3ImageProcessorPil,
+    )
+
+    out = tmp_path_factory.mktemp("idefics3")
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir())
+    tok.add_special_tokens(
+        {"additional_special_tokens": ["<fake_token_around_image>", "<image>", "<global-img>"]}
+    )
+    image_processor = Idefics3ImageProcessorPil(
+        size={"longest_edge": 64}, max_image_size={"longest_edge": 64}, do_image_splitting=False
+    )
+    template = (tiny_model_dir() / "chat_template.jinja").read_text()
+    Idefics3Processor(
+        image_processor, tok, image_seq_len=4, chat_template=template
+    ).save_pretrained(out)
+    torch.manual_seed(0)
+    vision = Idefics3VisionConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+        image_size=64, patch_size=16,
+    )  # fmt: skip
+    text = LlamaConfig(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=1, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
+    )  # fmt: skip
+    config = Idefics3Config(
+        vision_config=vision.to_dict(),
+        text_config=text.to_dict(),
+        scale_factor=2,
+        image_token_id=tok.convert_tokens_to_ids("<image>"),
+    )
+    Idefics3ForConditionalGeneration(config).save_pretrained(out)
+    return out
+
+
+def test_second_architecture_idefics3(idefics3_dir, queries) -> None:
+    b = HFBackend(str(idefics3_dir), batch_size=4)
+    out = score(b, queries[:6])
+    assert out.option_logits.shape == (6, 4) and np.all(np.isfinite(out.option_logits))
+    one = score(b, queries[:6], batch_size=1)
+    assert np.nanmax(np.abs(_softmax(one.option_logits) - _softmax(out.option_logits))) <= 1e-3
+    imgs = [q.image for q in queries[:2]]
+    feats = b.vision_features(imgs)
+    pixels = b.processor.image_processor(images=[[b._pil(i)] for i in imgs], return_tensors="pt")
+    with torch.no_grad():
+        hidden = b.model.model.vision_model(pixels["pixel_values"][:, 0]).last_hidden_state
+    np.testing.assert_allclose(feats, hidden.mean(1).numpy(), rtol=1e-5, atol=1e-6)
