@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from benchc.data.fingerprint import fingerprint
+from benchc.data.native import DEFAULT_JSONL
 from benchc.data.sample import Dataset
 from benchc.select.embed import TEXT_METHODS, sample_text, text_embeddings
 from benchc.spec import CORRUPTIONS, DEFAULT_SEED
@@ -41,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="corruption worker processes")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--no-cache", action="store_true", help="do not use the corruption cache")
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace an existing selection in --out"
+    )
     return p
 
 
@@ -56,6 +62,17 @@ def _pool(args: argparse.Namespace) -> Dataset:
     return Dataset(name=name, samples=tuple(samples), fingerprint=fingerprint(samples))
 
 
+def _prepare_out(out: Path, *, overwrite: bool) -> None:
+    """Refuse to mix a new selection with old files; ``--overwrite`` removes an old selection."""
+    if not out.exists() or not any(out.iterdir()):
+        return
+    if not (out / DEFAULT_JSONL).is_file():
+        raise SystemExit(f"--out {out} exists and does not hold a selection; choose another folder")
+    if not overwrite:
+        raise SystemExit(f"--out {out} already holds a selection; pass --overwrite to replace it")
+    shutil.rmtree(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import torch
@@ -68,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchc.select.report import REPORT_MD, write_selection
 
     corruptions = tuple(c.strip() for c in args.corruptions.split(",") if c.strip())
+    _prepare_out(Path(args.out), overwrite=args.overwrite)
     t0 = time.perf_counter()
     pool = _pool(args)
     selectors = [

@@ -156,3 +156,5 @@ def test_cli_end_to_end(tmp_path, capsys):
     assert saved["top1"].shape == (2, 24, 2, 5) and saved["ids"].tolist()[0] == "syn7-00000"
     # regions survive the round trip into the committed format
     assert all(isinstance(s.region, tuple) for s in selected)
+    with pytest.raises(SystemExit, match="--overwrite"):
+        main(argv)
