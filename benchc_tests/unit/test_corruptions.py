@@ -38,6 +38,7 @@ def test_every_severity_runs_and_changes_pixels(shape, name):
         outputs.append(out)
     # Severity is an actual parameter: the five levels are not all one image.
     assert len({o.tobytes() for o in outputs}) > 1
+    assert np.array_equal(img, scene(*shape)), "the caller's array was modified"
 
 
 def test_resizes_before_corrupting_keeping_aspect():
