@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchc.spec import MAX_OPTIONS, MIN_OPTIONS
+from benchc.spec import MAX_OPTIONS, MIN_OPTIONS, OPTION_MASS_FLAG
 
 __all__ = [
     "alignment",
@@ -17,6 +17,7 @@ __all__ = [
     "confidence",
     "entropy_option_first",
     "infer_n_options",
+    "low_option_mass",
     "normalized_entropy",
     "option_mask",
     "option_probs",
@@ -215,3 +216,13 @@ def alignment_from_top(pred: np.ndarray, conf: np.ndarray, answers: np.ndarray) 
     """C from precomputed top-1 index and confidence; ``answers`` (N,) broadcast over the rest."""
     y = np.asarray(answers).reshape((-1,) + (1,) * (pred.ndim - 1))
     return np.abs((pred == y).astype(conf.dtype) - conf)
+
+
+def low_option_mass(option_mass: np.ndarray, threshold: float = OPTION_MASS_FLAG) -> np.ndarray:
+    """Flag (N,) samples whose letters carry < ``threshold`` of the full-vocabulary mass at the
+    answer position (SPEC 2): the model is not answering with a letter there."""
+    m = np.asarray(option_mass, dtype=np.float64)
+    bad = np.nonzero(~((m >= 0) & (m <= 1 + 1e-6)))[0]
+    if bad.size:
+        raise ValueError(f"option_mass[{int(bad[0])}]: {float(m[bad[0]])} is not a probability")
+    return m < threshold

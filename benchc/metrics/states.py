@@ -51,6 +51,13 @@ class StateAttribution:
     aggregate: np.ndarray
     total: np.ndarray
 
+    @property
+    def share(self) -> np.ndarray:
+        """Table III "Share": |Q_ab| / |Q| per cell (4, *T); NaN for a cell with no pairs."""
+        n = self.count.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, self.count / np.maximum(n, 1), np.nan)
+
 
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):

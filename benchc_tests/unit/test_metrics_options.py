@@ -14,6 +14,7 @@ from benchc.metrics import (
     alignment,
     confidence,
     infer_n_options,
+    low_option_mass,
     normalized_entropy,
     option_probs,
     predictions,
@@ -167,3 +168,9 @@ def test_answers_out_of_range_name_the_sample():
         validate_answers(np.array([-1, 0]), np.array([4, 3]))
     with pytest.raises(ValueError, match="integers"):
         validate_answers(np.array([0.0, 1.0]), np.array([4, 3]))
+
+
+def test_low_option_mass_flag():
+    assert low_option_mass(np.array([0.9, 0.5, 0.49, 0.0])).tolist() == [False, False, True, True]
+    with pytest.raises(ValueError, match=r"option_mass\[1\]: nan"):
+        low_option_mass(np.array([0.9, np.nan]))

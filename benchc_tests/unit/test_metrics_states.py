@@ -33,6 +33,7 @@ def test_shares_sum_to_one_and_alpha_rows_sum_to_one(g):
     clean, corrupt, values = g
     a = state_attribution(clean, corrupt, values)
     assert (a.count.sum(axis=0) == clean.shape[0]).all()
+    np.testing.assert_allclose(a.share.sum(axis=0), 1.0)
     np.testing.assert_allclose(a.pi.sum(axis=0), 1.0)
     for src, rows in ((0, slice(0, 2)), (1, slice(2, 4))):
         has = a.count[rows].sum(axis=0) > 0
