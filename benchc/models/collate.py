@@ -96,7 +96,7 @@ def score(
     ``batch_size`` defaults to ``backend.batch_size``; ``progress`` is called with the number of
     queries finished after each batch.
     """
-    if not queries:
+    if len(queries) == 0:
         raise ValueError("score() needs at least one query")
     collator = Collator(
         queries, backend.length_key, batch_size or backend.batch_size, mix_lengths=mix_lengths

@@ -144,7 +144,7 @@ class HFBackend(Backend):
     def forward(
         self, queries: Sequence[Query], *, distribution: bool = False, top_k: int | None = None
     ) -> BatchOutput:
-        if not queries:
+        if len(queries) == 0:
             raise ValueError("forward() needs at least one query")
         ks = [len(q.options) for q in queries]
         for i, (q, k) in enumerate(zip(queries, ks, strict=True)):
@@ -244,7 +244,7 @@ class HFBackend(Backend):
     # ----------------------------------------------------------------------------- vision
     def vision_features(self, images: Sequence[np.ndarray]) -> np.ndarray:
         """float32 (B, D): mean of the vision tower's final-layer patch tokens (CLS dropped)."""
-        if not images:
+        if len(images) == 0:
             raise ValueError("vision_features() needs at least one image")
         parts = []
         for i in range(0, len(images), self.batch_size):

@@ -120,7 +120,7 @@ class OpenAIProxyBackend(Backend):
             raise NotImplementedError(
                 "the sampling proxy sees only sampled replies, not a next-token distribution"
             )
-        if not queries:
+        if len(queries) == 0:
             raise ValueError("forward() needs at least one query")
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             replies = list(pool.map(self.sample_replies, queries))

@@ -147,7 +147,7 @@ def test_nan_logits_name_the_sample(backend, queries) -> None:
 
 def test_vision_features_mean_patch_tokens_without_cls(backend, queries) -> None:
     imgs = [q.image for q in queries[:3]]
-    feats = backend.vision_features(imgs)
+    feats = backend.vision_features(np.stack(imgs))  # an (N, H, W, 3) array works like a list
     tower = backend.model.model.vision_tower
     pixels = backend.processor.image_processor(
         images=[backend._pil(i) for i in imgs], return_tensors="pt"
