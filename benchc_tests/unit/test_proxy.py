@@ -191,3 +191,33 @@ def test_proxy_rejects_bad_settings() -> None:
         OpenAIProxyBackend("m", "http://x", temperature=0)
     with pytest.raises(ValueError, match="base_url"):
         OpenAIProxyBackend("m", "localhost:8000")
+
+
+def test_serve_cli_in_another_process_gives_the_same_counts(server) -> None:
+    """``python -m benchc.models.serve`` answers like the in-process server: same seeds, same
+    sampled letters, so the whole path is deterministic across processes."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "benchc.models.serve", "--port", "0"]
+    proc = subprocess.Popen(
+        [*cmd, "--model", str(server.backend.source.path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("serving "), line
+        url = line.split(" at ", 1)[1].strip()
+        queries = synthetic_queries(2, seed=5)
+        theirs = OpenAIProxyBackend("tiny", url, n_samples=50).forward(queries)
+        ours = OpenAIProxyBackend("tiny", server.base_url, n_samples=50).forward(queries)
+        np.testing.assert_array_equal(theirs.letter_counts, ours.letter_counts)
+        np.testing.assert_array_equal(theirs.n_unparsed, ours.n_unparsed)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
