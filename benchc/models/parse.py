@@ -3,8 +3,9 @@
 A reply maps to option index k, or to ``None`` (unparsable, counted and reported). Rules, tried
 in order on the reply with surrounding whitespace, quotes, ``*`` and backticks removed:
 
-1. Bare letter: the whole reply is one option letter, optionally in ``()``/``[]`` and followed by
-   ``.``, ``)`` or ``:`` -- ``"B"``, ``"(B)"``, ``"b."``. Case-insensitive only here.
+1. Bare letter: the whole reply, or its first line, is one option letter, optionally in
+   ``()``/``[]`` and followed by ``.``, ``)`` or ``:`` -- ``"B"``, ``"(B)"``, ``"b."``,
+   ``"B\nBecause ..."``. Case-insensitive only here.
 2. Leading letter: an uppercase option letter, then ``.``, ``)`` or ``:`` -- ``"B. blue"``,
    ``"B) blue"``; or then a space and that option's own text -- ``"B blue"``.
 3. Stated answer: ``answer is X`` / ``answer: X`` / ``answer is (X)`` (any case for "answer",
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 
 from benchc.spec import LETTERS
 
-PARSER_VERSION = "letter-parser-1"
+PARSER_VERSION = "letter-parser-2"
 
 _STRIP = " \t\r\n\"'`*"
 _BARE = re.compile(r"^[\(\[]?([A-Za-z])[\)\]]?[.):]?$")
@@ -37,7 +38,7 @@ def parse_letter(reply: str, options: Sequence[str]) -> int | None:
     if not text:
         return None
 
-    m = _BARE.match(text)
+    m = _BARE.match(text) or _BARE.match(text.splitlines()[0].strip(_STRIP))
     if m:
         return _index(m.group(1).upper(), k)
 

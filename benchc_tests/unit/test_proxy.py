@@ -26,6 +26,8 @@ OPTIONS = ("red", "blue", "green", "yellow")
         ("B", 1),
         (" b.\n", 1),
         ("(C)", 2),
+        ("C\n\nBecause the shape is green.", 2),
+        ("a\nbecause", 0),
         ("**D**", 3),
         ("A. red", 0),
         ("C) green", 2),
