@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchc.gates import Payload
+from benchc.gates import Figure, Payload, parse_rules
 from benchc.suite.figures import cell_payload, model_payload
 from benchc.suite.run import SuiteRun
 
@@ -57,3 +57,58 @@ def vsi_case(run: SuiteRun, figure: str) -> Payload:
     from benchc.suite.vsi import vsi_payload
 
     return vsi_payload(run.vsi(), figure, run=run)
+
+
+#: Per-sample drill-down rules: a sample fails when its RAS drops by more than 0.1 or it turns
+#: from correct to wrong against the cell snapshot's per-sample values.
+SAMPLE_RULES: tuple[str, ...] = ("ras:higher:floor=0.1:z=0", "correct:higher:floor=0.5:z=0")
+
+
+def sample_case(run: SuiteRun, key: str, sample_id: str) -> Payload:
+    """One sample under one cell: its RAS, correctness and consistency."""
+    grid = run.cell(key)
+    try:
+        i = run.ids.index(sample_id)
+    except ValueError:
+        raise ValueError(f"sample {sample_id!r} is not in dataset {run.dataset.name!r}") from None
+    nan = float("nan")
+    return Payload(
+        scope=f"{key}/{sample_id}",
+        model=run.backend.name,
+        dataset=run.dataset.name,
+        n=1,
+        figures={
+            "ras": Figure(float(grid.ras[i, 0, 0]), nan, "ras"),
+            "correct": Figure(float(grid.correct[i, 0, 0]), nan, "correct"),
+            "consistent": Figure(float(grid.consistent[i, 0, 0]), nan, "consistent"),
+        },
+        rules=list(parse_rules(list(SAMPLE_RULES)).values()),
+        ids=(sample_id,),
+        per_sample={
+            "ras": [float(grid.ras[i, 0, 0])],
+            "correct": [float(grid.correct[i, 0, 0])],
+            "consistent": [float(grid.consistent[i, 0, 0])],
+        },
+        info=run_info(run),
+    )
+
+
+def sample_baseline(cell: Payload, current: Payload) -> Payload | None:
+    """The same sample's values in a recorded cell snapshot (None if it was not there)."""
+    (sample_id,) = current.ids
+    if sample_id not in cell.ids:
+        return None
+    i = list(cell.ids).index(sample_id)
+    nan = float("nan")
+    values = {k: float(cell.per_sample[k][i]) for k in ("ras", "correct", "consistent")}
+    return Payload(
+        scope=current.scope,
+        model=cell.model,
+        dataset=cell.dataset,
+        n=1,
+        figures={k: Figure(v, nan, k) for k, v in values.items()},
+        rules=current.rules,
+        ids=(sample_id,),
+        per_sample={k: [v] for k, v in values.items()},
+        info=cell.info,
+    )

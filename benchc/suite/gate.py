@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from benchc import spec
-from benchc.gates import Payload, compare, report
+from benchc.gates import Payload, compare, describe, report
 from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
 
 #: Info keys that must agree for a comparison to mean anything (else: fail, re-record).
@@ -113,3 +113,25 @@ class GateCheck:
                 f"model-level thresholds were recorded over {len(old or ())} cells, this run "
                 f"selects {len(new or ())}; model-level gates apply to the recorded grid only"
             )
+
+    def check_sample(self, current: Payload, cell_key: str) -> None:
+        """Drill-down: one sample against its cell snapshot's per-sample values (no file of
+        its own; ``--snapshot-update`` records samples through their cell)."""
+        from benchc.suite.cases import sample_baseline
+
+        path = self.path.parent / f"cell-{cell_key}.json"
+        if not path.is_file():
+            pytest.fail(
+                f"no threshold snapshot {path} for cell {cell_key}; record one with:\n"
+                f"    {record_command(self.cfg)}",
+                pytrace=False,
+            )
+        cell = Payload.from_json(path.read_text(encoding="utf-8"), where=str(path))
+        self._check_comparable(cell, current)
+        baseline = sample_baseline(cell, current)
+        if baseline is None:
+            pytest.fail(f"sample {current.ids[0]!r} is not in {path}", pytrace=False)
+        failed = [o for o in compare(baseline, current) if o.status == "fail"]
+        if failed:
+            lines = [line for o in failed for line in describe(o, baseline, current)]
+            pytest.fail("\n".join(lines), pytrace=False)

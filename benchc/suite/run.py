@@ -73,6 +73,7 @@ class SuiteRun:
         )
         self.store = ResultStore(cfg.results_dir, self.key)
         self.k_max = int(dataset.n_options.max())
+        self._grids: dict[tuple[str, ...], GridMetrics] = {}  # metrics are pure: memoise
         self._write_samples()
 
     # -- bookkeeping ------------------------------------------------------------------------
@@ -159,6 +160,9 @@ class SuiteRun:
     def grid(self, keys: Sequence[str] | None = None) -> GridMetrics:
         """Bench-C figures over the selected corruptions x severities (or one cell's keys)."""
         keys = list(keys) if keys is not None else self.cfg.conditions
+        memo = self._grids.get(tuple(keys))
+        if memo is not None:
+            return memo
         parsed = [spec.parse_condition(k) for k in keys]
         corruptions = list(dict.fromkeys(c for c, _ in parsed))
         severities = sorted({s for _, s in parsed})
@@ -170,13 +174,15 @@ class SuiteRun:
         for i, c in enumerate(corruptions):
             for j, s in enumerate(severities):
                 cube[:, i, j] = self.condition(spec.condition_key(c, s))["option_logits"]
-        return compute_grid(
+        grid = compute_grid(
             clean,
             cube,
             self.dataset.answers,
             self.dataset.n_options,
             corruptions=tuple(corruptions),
         )
+        self._grids[tuple(keys)] = grid
+        return grid
 
     def cell(self, key: str) -> GridMetrics:
         """The (N, 1, 1) grid of one condition."""
