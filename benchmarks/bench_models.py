@@ -150,7 +150,10 @@ def shrink(cfg) -> None:
 def make_inputs(cfg, batch: int, image_px: int, text_len: int, device: str, dtype) -> dict:
     """Model inputs for ``batch`` one-image prompts, built from the config alone."""
     gen = torch.Generator().manual_seed(0)
-    text = torch.randint(100, 20000, (batch, text_len), generator=gen)
+    vocab = cfg.text_config.vocab_size
+    text = torch.randint(
+        min(100, vocab // 4), min(20000, vocab // 2), (batch, text_len), generator=gen
+    )
     if cfg.model_type in ("qwen2_5_vl", "qwen2_vl"):
         v = cfg.vision_config
         grid = image_px // v.patch_size
@@ -186,6 +189,7 @@ def make_inputs(cfg, batch: int, image_px: int, text_len: int, device: str, dtyp
         for k, v in inputs.items()
     }
     out["_vision_tokens"] = vision_tokens
+    out["_image_tokens"] = n_image_tokens
     return out
 
 
@@ -232,6 +236,7 @@ def bench_config(args: argparse.Namespace) -> None:
     for bs in args.batches:
         inputs = make_inputs(cfg, bs, args.image_px, args.text_len, device, dtype)
         vision_tokens = inputs.pop("_vision_tokens")
+        image_tokens = inputs.pop("_image_tokens")
         try:
             with torch.inference_mode():
                 model(**inputs, logits_to_keep=1, use_cache=False)  # warm-up
@@ -253,7 +258,7 @@ def bench_config(args: argparse.Namespace) -> None:
     if not rates:
         return
     ref_bs = next(iter(rates))
-    print(f"prompt: {args.text_len} text tokens + one {args.image_px}px image")
+    print(f"prompt: {args.text_len} text tokens + {image_tokens} image tokens (one image)")
     for bs, (rate, tflops) in rates.items():
         frac = f", {100 * tflops / peak:5.1f}% of bf16 peak" if peak else ""
         print(
