@@ -35,7 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--synthetic-seed", type=int, default=0)
     p.add_argument("--synthetic-size", type=int, default=128, help="synthetic image side (px)")
     p.add_argument("--lenient", action="store_true", help="skip invalid pool samples")
-    p.add_argument("--selector", action="append", required=True, help="model string (repeat)")
+    p.add_argument("--selector", action="append", default=[], help="model string (repeat)")
+    p.add_argument(
+        "--reuse-predictions",
+        metavar="NPZ",
+        help="take selector answers from a previous run's selection_predictions.npz (pool ids "
+        "must be among its samples) instead of running the selectors",
+    )
     p.add_argument("--out", required=True, help="folder for the selected set + report")
     p.add_argument("--image-size", type=int, default=None, help="longer side before corruption")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="corruption seed")
@@ -74,34 +80,51 @@ def _prepare_out(out: Path, *, overwrite: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if bool(args.selector) == bool(args.reuse_predictions):
+        parser.error("give --selector (one or more) or --reuse-predictions, not both")
     import torch
 
     torch.set_num_threads(1)
     from benchc.corruptions import CorruptionCache
     from benchc.models.registry import load_backend
     from benchc.select.core import run_selection
-    from benchc.select.predict import collect_predictions
+    from benchc.select.predict import (
+        PREDICTIONS_NPZ,
+        collect_predictions,
+        load_predictions,
+        save_predictions,
+    )
     from benchc.select.report import REPORT_MD, write_selection
 
     corruptions = tuple(c.strip() for c in args.corruptions.split(",") if c.strip())
     _prepare_out(Path(args.out), overwrite=args.overwrite)
     t0 = time.perf_counter()
     pool = _pool(args)
-    selectors = [
-        load_backend(s, batch_size=args.batch_size, image_size=args.image_size)
-        for s in args.selector
-    ]
-    preds = collect_predictions(
-        selectors,
-        pool,
-        image_size=args.image_size,
-        seed=args.seed,
-        corruptions=corruptions,
-        cache=None if args.no_cache else CorruptionCache(),
-        workers=args.workers,
-        progress=sys.stderr.isatty(),
-    )
+    if args.reuse_predictions:
+        preds, names, fingerprints = load_predictions(
+            args.reuse_predictions, pool.ids, seed=args.seed, image_size=args.image_size
+        )
+        specs = [f"reused from {args.reuse_predictions}"] * len(names)
+    else:
+        selectors = [
+            load_backend(s, batch_size=args.batch_size, image_size=args.image_size)
+            for s in args.selector
+        ]
+        preds = collect_predictions(
+            selectors,
+            pool,
+            image_size=args.image_size,
+            seed=args.seed,
+            corruptions=corruptions,
+            cache=None if args.no_cache else CorruptionCache(),
+            workers=args.workers,
+            progress=sys.stderr.isatty(),
+        )
+        names = [b.name for b in selectors]
+        fingerprints = [b.fingerprint for b in selectors]
+        specs = list(args.selector)
     texts = [sample_text(s.question, s.options) for s in pool]
     text_emb, text_method = text_embeddings(texts, args.text_embed)
     run = run_selection(
@@ -113,21 +136,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         categories=[s.category for s in pool],
         answers=pool.answers,
         clean_top1=preds.clean_top1,
-        selector_names=[b.name for b in selectors],
+        selector_names=names,
     )
     info = {
         "pool": args.pool
         or f"synthetic(n={args.synthetic}, seed={args.synthetic_seed}, size={args.synthetic_size})",
         "selectors": [
-            f"{s} ({b.fingerprint})" for s, b in zip(args.selector, selectors, strict=True)
+            f"{n}: {s} ({f})" for n, s, f in zip(names, specs, fingerprints, strict=True)
         ],
-        "corruptions": len(corruptions),
+        "corruptions": len(preds.corruptions),
         "seed": args.seed,
         "image_size": args.image_size,
         "text_embedding": text_method,
         "image_embedding": preds.image_source,
     }
     report = write_selection(run, pool, args.out, run_info=info)
+    save_predictions(
+        Path(args.out) / PREDICTIONS_NPZ,
+        preds,
+        ids=pool.ids,
+        selector_names=names,
+        selector_fingerprints=fingerprints,
+        seed=args.seed,
+        image_size=args.image_size,
+    )
     summary = {k: report[k] for k in ("n_pool", "n_eligible", "n_selected")}
     summary["clean_accuracy_selected"] = {
         s["name"]: round(s["clean_accuracy_selected"], 3) for s in report["selectors"]

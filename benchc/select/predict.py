@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -106,3 +107,67 @@ def collect_predictions(
             f"selector {selectors[0].name!r} gave vision features for some images only"
         )
     return Predictions(top1, clean, np.concatenate(emb_parts), image_source, tuple(corruptions))
+
+
+#: File name of saved predictions beside a selection (``--reuse-predictions`` reads it back).
+PREDICTIONS_NPZ = "selection_predictions.npz"
+
+
+def save_predictions(
+    path: str | Path,
+    preds: Predictions,
+    *,
+    ids: Sequence[str],
+    selector_names: Sequence[str],
+    selector_fingerprints: Sequence[str],
+    seed: int,
+    image_size: int | None,
+) -> None:
+    """Store everything selection needs from the models, so it can be redone without them."""
+    np.savez_compressed(
+        path,
+        ids=np.array(ids),
+        selectors=np.array(selector_names),
+        fingerprints=np.array(selector_fingerprints),
+        top1=preds.top1.astype(np.int8),  # K <= 26 fits
+        clean_top1=preds.clean_top1.astype(np.int8),
+        image_emb=preds.image_emb.astype(np.float32),
+        image_source=np.array(preds.image_source),
+        corruptions=np.array(preds.corruptions),
+        seed=np.array(seed),
+        image_size=np.array(-1 if image_size is None else image_size),
+    )
+
+
+def load_predictions(
+    path: str | Path, ids: Sequence[str], *, seed: int, image_size: int | None
+) -> tuple[Predictions, list[str], list[str]]:
+    """Saved predictions for ``ids`` (any subset, any order of the saved pool).
+
+    Returns the predictions and the selectors' names and fingerprints. Raises ``ValueError``
+    naming the file when a sample is missing or the corruption seed / image size differ.
+    """
+    with np.load(path) as z:
+        data = {k: z[k] for k in z.files}
+    saved_size = int(data["image_size"])
+    saved_size = None if saved_size < 0 else saved_size
+    if int(data["seed"]) != seed or saved_size != image_size:
+        raise ValueError(
+            f"{path}: predictions were made with seed={int(data['seed'])}, "
+            f"image_size={saved_size}; this run asks for seed={seed}, image_size={image_size}"
+        )
+    row = {sid: i for i, sid in enumerate(data["ids"].tolist())}
+    missing = [sid for sid in ids if sid not in row]
+    if missing:
+        raise ValueError(
+            f"{path}: no saved predictions for {len(missing)} sample(s), e.g. {missing[0]!r}"
+        )
+    rows = np.array([row[sid] for sid in ids], dtype=np.int64)
+    preds = Predictions(
+        top1=data["top1"][:, rows].astype(np.int64),
+        clean_top1=data["clean_top1"][:, rows].astype(np.int64),
+        image_emb=data["image_emb"][rows].astype(np.float64),
+        image_source=str(data["image_source"]),
+        corruptions=tuple(data["corruptions"].tolist()),
+    )
+    return preds, data["selectors"].tolist(), data["fingerprints"].tolist()

@@ -7,8 +7,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from benchc.data.fingerprint import fingerprint
 from benchc.data.native import save_jsonl
 from benchc.data.sample import Dataset
@@ -17,8 +15,6 @@ from benchc.select.core import SelectionRun, build_report, per_sample_rows
 REPORT_JSON = "selection_report.json"
 REPORT_MD = "selection_report.md"
 SCORES_JSONL = "selection_scores.jsonl"
-#: Every selector's top-1 answers, so the selection can be recomputed without the models.
-PREDICTIONS_NPZ = "selection_predictions.npz"
 
 
 def _num(x: Any, digits: int = 3) -> str:
@@ -117,13 +113,4 @@ def write_selection(
     (out / REPORT_MD).write_text(render_markdown(report))
     rows = per_sample_rows(run)
     (out / SCORES_JSONL).write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-    np.savez_compressed(
-        out / PREDICTIONS_NPZ,
-        ids=np.array(run.ids),
-        selectors=np.array(run.selector_names),
-        top1=run.top1.astype(np.int8),  # (F, Q, D, L), K <= 26 fits
-        clean_top1=run.clean_top1.astype(np.int8),
-        answers=run.answers.astype(np.int8),
-        n_options=run.n_options.astype(np.int8),
-    )
     return report

@@ -17,8 +17,8 @@ from benchc.data.sample import Dataset
 from benchc.models import registry
 from benchc.models.base import Backend, BatchOutput
 from benchc.select.embed import minilm_available, sample_text, text_embeddings
-from benchc.select.predict import collect_predictions, top1_from_logits
-from benchc.select.report import PREDICTIONS_NPZ, REPORT_JSON, REPORT_MD, SCORES_JSONL
+from benchc.select.predict import PREDICTIONS_NPZ, collect_predictions, top1_from_logits
+from benchc.select.report import REPORT_JSON, REPORT_MD, SCORES_JSONL
 
 CORR = ("brightness", "gaussian_noise")
 
@@ -158,3 +158,27 @@ def test_cli_end_to_end(tmp_path, capsys):
     assert all(isinstance(s.region, tuple) for s in selected)
     with pytest.raises(SystemExit, match="--overwrite"):
         main(argv)
+    # the saved predictions redo the same selection without the models, also on a sub-pool
+    reuse = [
+        "--reuse-predictions",
+        str(out / PREDICTIONS_NPZ),
+        "--text-embed",
+        "tfidf",
+        "--synthetic-size",
+        "64",
+        "--synthetic-seed",
+        "7",
+        "--image-size",
+        "64",
+    ]
+    assert main(["--synthetic", "24", *reuse, "--out", str(tmp_path / "again")]) == 0
+    assert (tmp_path / "again" / "samples.jsonl").read_bytes() == (
+        out / "samples.jsonl"
+    ).read_bytes()
+    assert main(["--synthetic", "12", *reuse, "--out", str(tmp_path / "sub")]) == 0
+    sub = json.loads((tmp_path / "sub" / REPORT_JSON).read_text())
+    assert sub["n_pool"] == 12
+    with pytest.raises(ValueError, match="no saved predictions for 6 sample"):
+        main(["--synthetic", "30", *reuse, "--out", str(tmp_path / "more")])
+    with pytest.raises(ValueError, match="seed=0"):
+        main(["--synthetic", "6", *reuse, "--seed", "1", "--out", str(tmp_path / "s1")])
