@@ -43,7 +43,7 @@ class TinyVLMConfig:
     """Sizes of the tiny LLaVA. ``FULL`` is the committed model, ``MINIATURE`` the CI build test."""
 
     image_size: int = 128
-    patch_size: int = 16
+    patch_size: int = 32
     vision_hidden: int = 96
     vision_intermediate: int = 192
     vision_layers: int = 3
@@ -67,6 +67,7 @@ FULL = TinyVLMConfig()
 MINIATURE = replace(
     FULL,
     image_size=32,
+    patch_size=16,
     vision_hidden=32,
     vision_intermediate=64,
     vision_layers=1,
@@ -232,15 +233,19 @@ def make_processor(config: TinyVLMConfig, tokenizer):
     )
 
 
-def build_untrained(out_dir: str | Path, seed: int = 0, *, config: TinyVLMConfig = FULL) -> Path:
-    """Write an untrained but complete, offline-loadable LLaVA checkpoint to ``out_dir``."""
-    out = Path(out_dir)
+def make_components(config: TinyVLMConfig, seed: int = 0):
+    """(processor, randomly initialised model) for ``config``; deterministic in ``seed``."""
     tokenizer = train_tokenizer(corpus(config, seed), config.vocab_size)
     for letter, ids in zip(LETTERS, letter_token_ids(tokenizer), strict=True):
         if not ids:
             raise RuntimeError(f"letter {letter!r} is not a single token")
-    processor = make_processor(config, tokenizer)
-    model = make_model(config, tokenizer, seed)
+    return make_processor(config, tokenizer), make_model(config, tokenizer, seed)
+
+
+def build_untrained(out_dir: str | Path, seed: int = 0, *, config: TinyVLMConfig = FULL) -> Path:
+    """Write an untrained but complete, offline-loadable LLaVA checkpoint to ``out_dir``."""
+    out = Path(out_dir)
+    processor, model = make_components(config, seed)
     save(out, model, processor, config)
     return out
 
@@ -252,6 +257,10 @@ def save(out: Path, model, processor, config: TinyVLMConfig, extra: dict | None 
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out, safe_serialization=True)
+    # Batched calls leave padding state on the backend tokenizer; keep tokenizer.json canonical.
+    backend = processor.tokenizer.backend_tokenizer
+    backend.no_padding()
+    backend.no_truncation()
     processor.save_pretrained(out)
     meta = {"config": asdict(config), **(extra or {})}
     (out / "tinyvlm_build.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
@@ -269,15 +278,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=None, help="checkpoint/log folder for resuming")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    config = PRESETS[args.preset]
-    t0 = time.time()
+    # Resolve presets through the imported module: under ``python -m`` this file is ``__main__``,
+    # whose dataclass is a different class from the one train.py compares against.
+    from benchc.tinyvlm import build as _build
+
+    config = _build.PRESETS[args.preset]
+    t0, c0 = time.time(), time.process_time()
     if args.untrained:
         build_untrained(args.out, args.seed, config=config)
     else:
         from benchc.tinyvlm.train import build_trained
 
         build_trained(args.out, args.seed, config=config, steps=args.steps, work_dir=args.work)
-    print(f"built {args.out} in {time.time() - t0:.1f} s")
+    wall, cpu = time.time() - t0, time.process_time() - c0
+    print(f"built {args.out} in {wall:.1f} s wall, {cpu:.1f} s CPU ({args.threads} thread(s))")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The tiny-VLM build script: miniature config builds, reloads offline and is byte-reproducible."""
+"""The tiny-VLM build script: the miniature config builds, trains a few steps, reloads offline
+through the Auto classes and is byte-reproducible on rerun."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import torch
 
 from benchc.spec import format_question
 from benchc.tinyvlm.build import MINIATURE, build_untrained, letter_token_ids
+from benchc.tinyvlm.train import TRAIN_MINIATURE, build_trained, canonical_order
 
 
 def _digest(d: Path) -> dict[str, str]:
@@ -18,24 +20,31 @@ def _digest(d: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def mini(tmp_path_factory) -> Path:
+def trained(tmp_path_factory) -> Path:
     torch.set_num_threads(1)
-    return build_untrained(tmp_path_factory.mktemp("mini") / "ckpt", seed=0, config=MINIATURE)
+    out = tmp_path_factory.mktemp("mini") / "ckpt"
+    return build_trained(out, seed=0, config=MINIATURE, log=lambda _msg: None)
 
 
-def test_untrained_build_is_byte_reproducible(mini: Path, tmp_path: Path) -> None:
-    again = build_untrained(tmp_path / "again", seed=0, config=MINIATURE)
-    assert _digest(again) == _digest(mini)
-    other = build_untrained(tmp_path / "other", seed=1, config=MINIATURE)
-    assert _digest(other)["model.safetensors"] != _digest(mini)["model.safetensors"]
+def test_trained_build_is_byte_reproducible_and_differs_from_untrained(
+    trained: Path, tmp_path: Path
+) -> None:
+    again = build_trained(tmp_path / "again", seed=0, config=MINIATURE, log=lambda _m: None)
+    assert _digest(again) == _digest(trained)
+    untrained = build_untrained(tmp_path / "untrained", seed=0, config=MINIATURE)
+    # same tokenizer and processor, different (trained) weights
+    assert _digest(untrained)["tokenizer.json"] == _digest(trained)["tokenizer.json"]
+    assert _digest(untrained)["model.safetensors"] != _digest(trained)["model.safetensors"]
 
 
-def test_untrained_build_reloads_offline_through_auto_classes(mini: Path) -> None:
+def test_trained_build_reloads_offline_through_auto_classes(trained: Path) -> None:
     from PIL import Image
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    proc = AutoProcessor.from_pretrained(mini, backend="pil")
-    model = AutoModelForImageTextToText.from_pretrained(mini)
+    proc = AutoProcessor.from_pretrained(trained, backend="pil")
+    model = AutoModelForImageTextToText.from_pretrained(trained)
+    names = set(model.state_dict())
+    assert not any("heads" in n or "aux" in n for n in names)  # training heads are not saved
     msgs = [
         {
             "role": "user",
@@ -56,4 +65,15 @@ def test_untrained_build_reloads_offline_through_auto_classes(mini: Path) -> Non
         logits = model(**batch).logits[0, -1]
     assert torch.isfinite(logits).all()
     ids = letter_token_ids(proc.tokenizer)
-    assert all(len(v) == 2 for v in ids[:4])  # "A" and " A" are both single tokens
+    assert all(len(v) == 2 for v in ids)  # "A" and " A" are single tokens for every letter
+
+
+def test_fixed_order_curriculum_keeps_the_answer_content() -> None:
+    from benchc.data import synthetic
+
+    arr = synthetic.generate_arrays(12, 3, 64)
+    options, answers = canonical_order(arr)
+    for i in range(12):
+        assert sorted(options[i]) == sorted(arr.options[i])
+        assert options[i][answers[i]] == arr.options[i][arr.answer[i]]
+    assert TRAIN_MINIATURE.steps <= 8  # CI builds stay fast
