@@ -78,7 +78,7 @@ def load_hf(
     where = f"{path}[{split}]" if split else str(path)
     for row_no, row in enumerate(ds):
         sid = row[id_col] if id_col else str(row_no)
-        loc = Location(where, row_no, None if sid is None else str(sid))
+        loc = Location(where, row_no, None if sid is None else str(sid), unit="row")
         try:
             image_bytes = _image_bytes(row["image"], path, loc)
         except SampleError as err:

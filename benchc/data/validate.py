@@ -47,12 +47,14 @@ class Location:
     file: str
     line: int | None = None
     sample_id: str | None = None
+    #: ``"line"`` (1-based, text files) or ``"row"`` (0-based, Hugging Face datasets).
+    unit: str = "line"
 
     def key(self) -> str:
         return f"{self.file}:{self.line}" if self.line is not None else self.file
 
     def __str__(self) -> str:
-        where = self.file if self.line is None else f"{self.file}, line {self.line}"
+        where = self.file if self.line is None else f"{self.file}, {self.unit} {self.line}"
         return f"{where}, sample {self.sample_id!r}" if self.sample_id is not None else where
 
 
@@ -154,7 +156,7 @@ def build_sample(
     if id is None or (isinstance(id, float) and math.isnan(id)):
         raise SampleError("bad_record", loc, "sample has no id")
     sid = check_text(id if isinstance(id, (str, bytes)) else str(id), "id", loc)
-    loc = Location(loc.file, loc.line, sid)
+    loc = Location(loc.file, loc.line, sid, loc.unit)
     q = check_text(question, "question", loc)
     if not isinstance(options, (list, tuple)):
         raise SampleError("bad_record", loc, f"options must be a list, got {options!r}")
@@ -200,7 +202,7 @@ class Collector:
                 first = self._first_seen[sample.id]
                 raise SampleError(
                     "duplicate_id",
-                    Location(loc.file, loc.line, sample.id),
+                    Location(loc.file, loc.line, sample.id, loc.unit),
                     f"id already used at {first.key()}",
                 )
         except SampleError as err:

@@ -291,3 +291,37 @@ def test_text_round_trips_through_jsonl_and_tsv(tmp_path_factory, question, opti
             s.options,
             answer,
         )
+
+
+def test_hf_letter_columns_int_answers_and_splits(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    rows = {
+        "index": [5, 6],
+        "image": [{"bytes": _png(), "path": None}, {"bytes": b"junk", "path": None}],
+        "question": ["Which?", "Which?"],
+        "A": ["x", "x"],
+        "B": ["y", "y"],
+        "C": ["z", None],
+        "label": [2, 1],
+    }
+    feats = datasets.Features(
+        {
+            "index": datasets.Value("int64"),
+            "image": datasets.Image(),
+            "question": datasets.Value("string"),
+            "A": datasets.Value("string"),
+            "B": datasets.Value("string"),
+            "C": datasets.Value("string"),
+            "label": datasets.Value("int64"),
+        }
+    )
+    ds = datasets.Dataset.from_dict(rows, features=feats)
+    datasets.DatasetDict({"dev": ds, "test": ds}).save_to_disk(str(tmp_path / "two"))
+    with pytest.raises(ValueError, match=r"holds splits \['dev', 'test'\]"):
+        load_dataset(tmp_path / "two")
+    datasets.DatasetDict({"dev": ds}).save_to_disk(str(tmp_path / "one"))
+    with pytest.raises(ValueError, match=r"one\[dev\], row 1, sample '6': undecodable_image"):
+        load_dataset(tmp_path / "one")
+    got = load_dataset(tmp_path / "one", lenient=True)
+    assert got.ids == ["5"] and got[0].options == ("x", "y", "z") and got[0].answer == 2
+    assert skip_summary(got.skipped) == {"undecodable_image": 1}
