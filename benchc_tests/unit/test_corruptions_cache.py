@@ -26,7 +26,7 @@ from benchc.corruptions import (
     prefill,
 )
 from benchc.data.images import prepare
-from benchc.spec import CLEAN, all_conditions
+from benchc.spec import CLEAN, CORRUPTIONS, all_conditions
 
 
 def images(n: int = 3, h: int = 48, w: int = 60) -> list[tuple[str, np.ndarray]]:
@@ -235,6 +235,12 @@ def test_pool_sizes_1_and_2_give_identical_pixels(tmp_path, fresh_pools):
     assert [sid for sid, _ in streamed] == ["s0", "s1", "s2"]
     assert list(streamed[1][1]) == conditions
     assert all(np.array_equal(serial[("s1", c)], a) for c, a in streamed[1][1].items())
+    # A larger image at the strongest severity: thread-split library code must not leak in.
+    big = [("big", np.random.default_rng(1).integers(0, 256, (160, 224, 3), dtype=np.uint8))]
+    strongest = [f"{name}-5" for name in CORRUPTIONS]
+    one = materialize(big, strongest, image_size=None, seed=0, workers=1)
+    two = materialize(big, strongest, image_size=None, seed=0, workers=2)
+    assert all(one[k].tobytes() == two[k].tobytes() for k in one)
 
 
 def test_prefill_computes_only_misses_and_feeds_materialize(tmp_path, monkeypatch):
