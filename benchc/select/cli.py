@@ -39,8 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--reuse-predictions",
         metavar="NPZ",
-        help="take selector answers from a previous run's selection_predictions.npz (pool ids "
-        "must be among its samples) instead of running the selectors",
+        action="append",
+        default=[],
+        help="take selector answers from previous runs' selection_predictions.npz instead of "
+        "running the selectors (repeat to combine selectors run separately; pool ids must be "
+        "among each file's samples; image embeddings come from the first file)",
     )
     p.add_argument("--out", required=True, help="folder for the selected set + report")
     p.add_argument("--image-size", type=int, default=None, help="longer side before corruption")
@@ -93,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchc.select.predict import (
         PREDICTIONS_NPZ,
         collect_predictions,
-        load_predictions,
+        combine_predictions,
         save_predictions,
     )
     from benchc.select.report import REPORT_MD, write_selection
@@ -103,10 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     pool = _pool(args)
     if args.reuse_predictions:
-        preds, names, fingerprints = load_predictions(
+        preds, names, fingerprints, sources = combine_predictions(
             args.reuse_predictions, pool.ids, seed=args.seed, image_size=args.image_size
         )
-        specs = [f"reused from {args.reuse_predictions}"] * len(names)
+        specs = [f"reused from {src}" for src in sources]
     else:
         selectors = [
             load_backend(s, batch_size=args.batch_size, image_size=args.image_size)

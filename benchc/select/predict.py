@@ -171,3 +171,33 @@ def load_predictions(
         corruptions=tuple(data["corruptions"].tolist()),
     )
     return preds, data["selectors"].tolist(), data["fingerprints"].tolist()
+
+
+def combine_predictions(
+    paths: Sequence[str | Path], ids: Sequence[str], *, seed: int, image_size: int | None
+) -> tuple[Predictions, list[str], list[str], list[str]]:
+    """Stack the selectors of several saved runs (e.g. one process per selector).
+
+    Returns predictions, selector names, fingerprints and the file each selector came from;
+    image embeddings are the first file's. All files must share the corruptions.
+    """
+    if not paths:
+        raise ValueError("combine_predictions() needs at least one file")
+    parts = [(p, *load_predictions(p, ids, seed=seed, image_size=image_size)) for p in paths]
+    first = parts[0][1]
+    for p, pred, _, _ in parts[1:]:
+        if pred.corruptions != first.corruptions:
+            raise ValueError(f"{p}: corruptions differ from {paths[0]}'s")
+    names = [n for _, _, ns, _ in parts for n in ns]
+    if len(set(names)) != len(names):
+        raise ValueError(f"selector names repeat across {list(map(str, paths))}: {names}")
+    preds = Predictions(
+        top1=np.concatenate([pred.top1 for _, pred, _, _ in parts]),
+        clean_top1=np.concatenate([pred.clean_top1 for _, pred, _, _ in parts]),
+        image_emb=first.image_emb,
+        image_source=first.image_source,
+        corruptions=first.corruptions,
+    )
+    fingerprints = [f for _, _, _, fs in parts for f in fs]
+    sources = [str(p) for p, _, ns, _ in parts for _ in ns]
+    return preds, names, fingerprints, sources

@@ -158,6 +158,25 @@ def test_cli_end_to_end(tmp_path, capsys):
     assert all(isinstance(s.region, tuple) for s in selected)
     with pytest.raises(SystemExit, match="--overwrite"):
         main(argv)
+    # one process per selector, combined afterwards, gives the same selection
+    common = argv[:6] + argv[10:-2]  # without the selectors and --out
+    assert argv[6:10] == ["--selector", "fakebright:0", "--selector", "fakebright:1"]
+    for k in (0, 1):
+        one = [*common, "--selector", f"fakebright:{k}", "--out", str(tmp_path / f"p{k}")]
+        assert main(one) == 0
+    combined = [
+        *common,
+        "--reuse-predictions",
+        str(tmp_path / "p0" / PREDICTIONS_NPZ),
+        "--reuse-predictions",
+        str(tmp_path / "p1" / PREDICTIONS_NPZ),
+        "--out",
+        str(tmp_path / "comb"),
+    ]
+    assert main(combined) == 0
+    assert (tmp_path / "comb" / "samples.jsonl").read_bytes() == (
+        out / "samples.jsonl"
+    ).read_bytes()
     # the saved predictions redo the same selection without the models, also on a sub-pool
     reuse = [
         "--reuse-predictions",
