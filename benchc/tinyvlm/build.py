@@ -80,7 +80,8 @@ MINIATURE = replace(
     vocab_size=320,
     corpus_samples=60,
 )
-PRESETS = {"full": FULL, "miniature": MINIATURE}
+#: "full-v2": a third LM layer, trained with the option-line heads (see train.TRAIN_PRESETS).
+PRESETS = {"full": FULL, "miniature": MINIATURE, "full-v2": replace(FULL, text_layers=3)}
 
 #: Phrases outside the synthetic generator that prompts commonly contain (fallback is bytes anyway).
 _EXTRA_CORPUS = (
@@ -287,9 +288,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.untrained:
         build_untrained(args.out, args.seed, config=config)
     else:
-        from benchc.tinyvlm.train import build_trained
+        from benchc.tinyvlm.train import TRAIN_PRESETS, build_trained
 
-        build_trained(args.out, args.seed, config=config, steps=args.steps, work_dir=args.work)
+        build_trained(
+            args.out,
+            args.seed,
+            config=config,
+            train=TRAIN_PRESETS[args.preset],
+            steps=args.steps,
+            work_dir=args.work,
+        )
     wall, cpu = time.time() - t0, time.process_time() - c0
     print(f"built {args.out} in {wall:.1f} s wall, {cpu:.1f} s CPU ({args.threads} thread(s))")
     return 0

@@ -73,12 +73,27 @@ class TrainConfig:
     checkpoint_every: int = 200
     log_every: int = 25
     eval_n: int = 240
+    #: Weight of the option-line heads (is this option correct; which letter is this line), read
+    #: at the newline ending each option line; 0 disables them.
+    option_weight: float = 0.0
 
 
 TRAIN_FULL = TrainConfig()
 TRAIN_MINIATURE = replace(
-    TRAIN_FULL, steps=4, batch=8, warmup=1, checkpoint_every=2, log_every=1, eval_n=12
+    TRAIN_FULL,
+    steps=4,
+    batch=8,
+    warmup=1,
+    checkpoint_every=2,
+    log_every=1,
+    eval_n=12,
+    option_weight=1.0,
 )
+TRAIN_PRESETS = {
+    "full": TRAIN_FULL,
+    "miniature": TRAIN_MINIATURE,
+    "full-v2": replace(TRAIN_FULL, option_weight=1.0),
+}
 
 
 class AuxHeads(nn.Module):
@@ -94,20 +109,30 @@ class AuxHeads(nn.Module):
         self.count = nn.Linear(d, 10)
         self.value = nn.Linear(d, N_VALUE_CLASSES)
         self.answer = nn.Linear(d, len(synthetic.ANSWER_VOCAB))
+        self.option_correct = nn.Linear(d, 1)
+        self.option_letter = nn.Linear(d, 4)
         side = self.n_side
         grid = synthetic.GRID
         rows = torch.arange(side).repeat_interleave(side) * grid // side
         cols = torch.arange(side).repeat(side) * grid // side
         self.register_buffer("cell_of_token", rows * grid + cols, persistent=False)
 
-    def forward(self, tokens: torch.Tensor, answer_state: torch.Tensor, labels: dict) -> dict:
-        """Losses from image tokens (B, T, d) and the LM state at the answer position (B, d)."""
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        answer_state: torch.Tensor,
+        labels: dict,
+        option_states: torch.Tensor | None = None,
+        option_weight: float = 0.0,
+    ) -> dict:
+        """Losses from image tokens (B, T, d), the LM state at the answer position (B, d) and,
+        when ``option_weight`` > 0, the LM states at the ends of the 4 option lines (B, 4, d)."""
         cell = self.cell_of_token
         shape_t = labels["cell_shape"].flatten(1)[:, cell]
         colour_t = labels["cell_colour"].flatten(1)[:, cell]
         att = torch.softmax(tokens @ self.query.T / math.sqrt(tokens.shape[-1]), dim=1)
         pooled = torch.einsum("btq,btd->bqd", att, tokens)
-        return {
+        losses = {
             "shape": F.cross_entropy(self.shape(tokens).flatten(0, 1), shape_t.flatten()),
             "colour": F.cross_entropy(self.colour(tokens).flatten(0, 1), colour_t.flatten()),
             "kind": 0.2 * F.cross_entropy(self.kind(pooled[:, 0]), labels["kind"]),
@@ -115,6 +140,18 @@ class AuxHeads(nn.Module):
             "value": F.cross_entropy(self.value(pooled[:, 2]), labels["value"], ignore_index=-100),
             "answer": 0.5 * F.cross_entropy(self.answer(answer_state), labels["answer_vocab"]),
         }
+        if option_states is not None and option_weight > 0:
+            b = option_states.shape[0]
+            target = F.one_hot(labels["answer_letter"], 4).float()
+            which = torch.arange(4).expand(b, 4)
+            losses["option"] = option_weight * (
+                F.binary_cross_entropy_with_logits(
+                    self.option_correct(option_states).squeeze(-1), target
+                )
+                + 0.2
+                * F.cross_entropy(self.option_letter(option_states).flatten(0, 1), which.flatten())
+            )
+        return losses
 
 
 def value_labels(arr: synthetic.Arrays) -> np.ndarray:
@@ -174,6 +211,8 @@ class Trainer:
         self.tokenizer = self.processor.tokenizer
         self.letter_ids = [ids[0] for ids in letter_token_ids(self.tokenizer)]  # bare "A".."Z"
         self.eos_id = self.tokenizer.eos_token_id
+        self.image_id = self.model.config.image_token_id
+        (self.nl_id,) = self.tokenizer.encode("\n", add_special_tokens=False)
         torch.manual_seed(seed + 1)
         self.heads = AuxHeads(config.text_hidden, config.image_seq_length)
         params = list(self.model.parameters()) + list(self.heads.parameters())
@@ -222,8 +261,20 @@ class Trainer:
             "count": torch.from_numpy(np.clip(arr.count, 0, 9)),
             "value": torch.from_numpy(value_labels(arr)),
             "answer_vocab": torch.from_numpy(answer_vocab),
+            "answer_letter": torch.from_numpy(np.asarray(answers, np.int64)),
+            "option_pos": self.option_positions(inputs["input_ids"]),
         }
         return inputs, labels
+
+    def option_positions(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """(B, 4) positions of the newline ending each option line (after the image, the
+        question line's newline is the 2nd, so options end at the 3rd..6th)."""
+        out = torch.zeros((input_ids.shape[0], 4), dtype=torch.long)
+        for r, row in enumerate(input_ids.tolist()):
+            last_img = max(i for i, t in enumerate(row) if t == self.image_id)
+            nls = [i for i, t in enumerate(row) if t == self.nl_id and i > last_img]
+            out[r] = torch.tensor(nls[2:6])
+        return out
 
     def step(self, t: int) -> dict[str, float]:
         inputs, labels = self.batch(t)
@@ -237,8 +288,14 @@ class Trainer:
             "eos": 0.2
             * F.cross_entropy(logits[:, 1], torch.full_like(labels["letter"], self.eos_id)),
         }
-        answer_state = out.hidden_states[-1][:, -3]
-        losses.update(self.heads(self._tokens, answer_state, labels))
+        last = out.hidden_states[-1]
+        answer_state = last[:, -3]
+        option_states = last[torch.arange(last.shape[0])[:, None], labels["option_pos"]]
+        losses.update(
+            self.heads(
+                self._tokens, answer_state, labels, option_states, self.train_cfg.option_weight
+            )
+        )
         total = sum(losses.values())
         self.opt.zero_grad(set_to_none=True)
         total.backward()
