@@ -99,7 +99,7 @@ TRAIN_PRESETS = {
 class AuxHeads(nn.Module):
     """Training-only heads: per-token cell shape/colour, attention-pooled image facts, answer."""
 
-    def __init__(self, d: int, n_tokens: int) -> None:
+    def __init__(self, d: int, n_tokens: int, option_heads: bool = False) -> None:
         super().__init__()
         self.n_side = math.isqrt(n_tokens)
         self.shape = nn.Linear(d, len(synthetic.SHAPES) + 1)
@@ -109,8 +109,10 @@ class AuxHeads(nn.Module):
         self.count = nn.Linear(d, 10)
         self.value = nn.Linear(d, N_VALUE_CLASSES)
         self.answer = nn.Linear(d, len(synthetic.ANSWER_VOCAB))
-        self.option_correct = nn.Linear(d, 1)
-        self.option_letter = nn.Linear(d, 4)
+        if option_heads:
+            self.option_correct = nn.Linear(d, 1)
+            self.option_letter = nn.Linear(d, 4)
+            self.question_answer = nn.Linear(d, len(synthetic.ANSWER_VOCAB))
         side = self.n_side
         grid = synthetic.GRID
         rows = torch.arange(side).repeat_interleave(side) * grid // side
@@ -122,11 +124,13 @@ class AuxHeads(nn.Module):
         tokens: torch.Tensor,
         answer_state: torch.Tensor,
         labels: dict,
-        option_states: torch.Tensor | None = None,
+        line_states: torch.Tensor | None = None,
         option_weight: float = 0.0,
     ) -> dict:
         """Losses from image tokens (B, T, d), the LM state at the answer position (B, d) and,
-        when ``option_weight`` > 0, the LM states at the ends of the 4 option lines (B, 4, d)."""
+        when ``option_weight`` > 0, the LM states at the ends of the question line and of the 4
+        option lines (B, 5, d): the answer content is due at the question's end (binding the
+        named shape to the image), each option line says whether it is the answer."""
         cell = self.cell_of_token
         shape_t = labels["cell_shape"].flatten(1)[:, cell]
         colour_t = labels["cell_colour"].flatten(1)[:, cell]
@@ -140,7 +144,8 @@ class AuxHeads(nn.Module):
             "value": F.cross_entropy(self.value(pooled[:, 2]), labels["value"], ignore_index=-100),
             "answer": 0.5 * F.cross_entropy(self.answer(answer_state), labels["answer_vocab"]),
         }
-        if option_states is not None and option_weight > 0:
+        if line_states is not None and option_weight > 0:
+            option_states = line_states[:, 1:]
             b = option_states.shape[0]
             target = F.one_hot(labels["answer_letter"], 4).float()
             which = torch.arange(4).expand(b, 4)
@@ -150,6 +155,8 @@ class AuxHeads(nn.Module):
                 )
                 + 0.2
                 * F.cross_entropy(self.option_letter(option_states).flatten(0, 1), which.flatten())
+                + 0.5
+                * F.cross_entropy(self.question_answer(line_states[:, 0]), labels["answer_vocab"])
             )
         return losses
 
@@ -202,6 +209,38 @@ def _pils(images: np.ndarray | Sequence[np.ndarray]) -> list[Image.Image]:
     return [Image.fromarray(np.asarray(im, dtype=np.uint8)) for im in images]
 
 
+def pixel_values(processor, images: np.ndarray | Sequence[np.ndarray]) -> torch.Tensor:
+    """The image processor's output, computed directly (its PIL pipeline costs ~40% of a
+    training step): bicubic PIL resize to the square input size when needed, rescale, normalise.
+    Bit-identical to ``processor.image_processor`` (checked in the unit tests)."""
+    ip = processor.image_processor
+    h, w = ip.size["height"], ip.size["width"]
+    out = np.empty((len(images), h, w, 3), np.float64)
+    for i, im in enumerate(images):
+        im = np.asarray(im, dtype=np.uint8)
+        if im.shape[:2] != (h, w):
+            im = np.asarray(Image.fromarray(im).resize((w, h), Image.Resampling(ip.resample)))
+        out[i] = im
+    mean = np.asarray(ip.image_mean, np.float32)
+    std = np.asarray(ip.image_std, np.float32)
+    # same arithmetic as transformers' rescale (in float64, then float32) and normalize (float32)
+    out = (out * ip.rescale_factor).astype(np.float32)
+    out = (out - mean) / std
+    return torch.from_numpy(np.ascontiguousarray(out.transpose(0, 3, 1, 2)))
+
+
+def fast_inputs(processor, config: TinyVLMConfig, images, texts: Sequence[str]) -> dict:
+    """What ``processor(images=..., text=..., padding=True)`` returns, without its overhead."""
+    image_token = processor.image_token
+    expanded = [t.replace(image_token, image_token * config.image_seq_length) for t in texts]
+    enc = processor.tokenizer(expanded, return_tensors="pt", padding=True)
+    return {
+        "input_ids": enc["input_ids"],
+        "attention_mask": enc["attention_mask"],
+        "pixel_values": pixel_values(processor, images),
+    }
+
+
 class Trainer:
     """Owns model, heads and optimiser; ``step(t)`` is a pure function of the state and ``t``."""
 
@@ -214,7 +253,9 @@ class Trainer:
         self.image_id = self.model.config.image_token_id
         (self.nl_id,) = self.tokenizer.encode("\n", add_special_tokens=False)
         torch.manual_seed(seed + 1)
-        self.heads = AuxHeads(config.text_hidden, config.image_seq_length)
+        self.heads = AuxHeads(
+            config.text_hidden, config.image_seq_length, option_heads=train.option_weight > 0
+        )
         params = list(self.model.parameters()) + list(self.heads.parameters())
         self.opt = torch.optim.AdamW(
             params, lr=train.lr, weight_decay=train.weight_decay, betas=(0.9, 0.98)
@@ -249,9 +290,7 @@ class Trainer:
             prompt_text(self.processor, q, o) + LETTERS[a] + self.tokenizer.eos_token
             for q, o, a in zip(arr.questions, options, answers, strict=True)
         ]
-        inputs = self.processor(
-            images=_pils(arr.images), text=texts, return_tensors="pt", padding=True
-        )
+        inputs = fast_inputs(self.processor, self.config, arr.images, texts)
         answer_vocab = arr.option_ids[np.arange(len(arr.answer)), arr.answer]
         labels = {
             "letter": torch.tensor([self.letter_ids[a] for a in answers]),
@@ -267,13 +306,13 @@ class Trainer:
         return inputs, labels
 
     def option_positions(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """(B, 4) positions of the newline ending each option line (after the image, the
-        question line's newline is the 2nd, so options end at the 3rd..6th)."""
-        out = torch.zeros((input_ids.shape[0], 4), dtype=torch.long)
+        """(B, 5) positions of the newlines ending the question line and each option line
+        (after the image the question's newline is the 2nd, the options' the 3rd..6th)."""
+        out = torch.zeros((input_ids.shape[0], 5), dtype=torch.long)
         for r, row in enumerate(input_ids.tolist()):
             last_img = max(i for i, t in enumerate(row) if t == self.image_id)
             nls = [i for i, t in enumerate(row) if t == self.nl_id and i > last_img]
-            out[r] = torch.tensor(nls[2:6])
+            out[r] = torch.tensor(nls[1:6])
         return out
 
     def step(self, t: int) -> dict[str, float]:
@@ -290,10 +329,10 @@ class Trainer:
         }
         last = out.hidden_states[-1]
         answer_state = last[:, -3]
-        option_states = last[torch.arange(last.shape[0])[:, None], labels["option_pos"]]
+        line_states = last[torch.arange(last.shape[0])[:, None], labels["option_pos"]]
         losses.update(
             self.heads(
-                self._tokens, answer_state, labels, option_states, self.train_cfg.option_weight
+                self._tokens, answer_state, labels, line_states, self.train_cfg.option_weight
             )
         )
         total = sum(losses.values())

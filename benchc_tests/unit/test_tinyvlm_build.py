@@ -77,3 +77,21 @@ def test_fixed_order_curriculum_keeps_the_answer_content() -> None:
         assert sorted(options[i]) == sorted(arr.options[i])
         assert options[i][answers[i]] == arr.options[i][arr.answer[i]]
     assert TRAIN_MINIATURE.steps <= 8  # CI builds stay fast
+
+
+def test_fast_training_inputs_are_bit_identical_to_the_processor(trained: Path) -> None:
+    """Training skips the processor's overhead; it must still see exactly what the backend sends."""
+    from transformers import AutoProcessor
+
+    from benchc.data import synthetic
+    from benchc.tinyvlm.train import _pils, fast_inputs, prompt_text
+
+    proc = AutoProcessor.from_pretrained(trained, backend="pil")
+    for size in (64, 100):  # 100 px needs the bicubic resize, 64 px too (miniature input is 32)
+        arr = synthetic.generate_arrays(6, 1, size)
+        texts = [prompt_text(proc, q, o) for q, o in zip(arr.questions, arr.options, strict=True)]
+        ref = proc(images=_pils(arr.images), text=texts, return_tensors="pt", padding=True)
+        fast = fast_inputs(proc, MINIATURE, arr.images, texts)
+        assert torch.equal(ref["input_ids"], fast["input_ids"])
+        assert torch.equal(ref["attention_mask"], fast["attention_mask"])
+        assert torch.equal(ref["pixel_values"], fast["pixel_values"])
