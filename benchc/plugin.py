@@ -247,8 +247,6 @@ def benchc_run(benchc_session: SuiteSession, pytestconfig: pytest.Config):
     """The model under test on the dataset, backed by the results store (one per process)."""
     run = benchc_session.run
     pytestconfig.stash[RUN_DIRS].add(str(run.store.run_dir))
-    if _worker_id(pytestconfig) is None:
-        run.prefetch(benchc_session.cfg.conditions)
     return run
 
 

@@ -97,8 +97,8 @@ def atomic_save_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> Path:
     try:
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, **arrays)
-            fh.flush()
-            os.fsync(fh.fileno())
+        # No fsync: the rename alone is atomic against a killed process, which is what resuming
+        # needs; an entry left unreadable by a power loss is recomputed (see get_or_compute).
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -229,11 +229,13 @@ class ResultStore:
         """
         if n_rows < 1 or batch_size < 1:
             raise ValueError(f"n_rows and batch_size must be >= 1, got {n_rows}, {batch_size}")
-        if self.has(name):
-            return self._checked(name, self.load(name), n_rows)
+        done = self._load_finished(name)
+        if done is not None:
+            return self._checked(name, done, n_rows)
         with self.lock(name):
-            if self.has(name):  # another process finished it while we waited
-                return self._checked(name, self.load(name), n_rows)
+            done = self._load_finished(name)  # another process may have finished it meanwhile
+            if done is not None:
+                return self._checked(name, done, n_rows)
             parts = self.load_parts(name)
             rows: list[Arrays] = []
             start = 0
@@ -257,6 +259,16 @@ class ResultStore:
             self.save(name, merged)
             shutil.rmtree(self._parts_dir(name), ignore_errors=True)
             return merged
+
+    def _load_finished(self, name: str) -> Arrays | None:
+        """The finished entry, or None; an unreadable one is removed so it gets recomputed."""
+        if not self.has(name):
+            return None
+        try:
+            return self.load(name)
+        except StoreError:
+            self.path(name).unlink(missing_ok=True)
+            return None
 
     def _checked(self, name: str, arrays: Arrays, n_rows: int) -> Arrays:
         if _rows(arrays) != n_rows:

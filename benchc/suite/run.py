@@ -55,6 +55,8 @@ class SuiteRun:
         self.backend = backend
         self.image_size = cfg.resolved_image_size()
         self.batch_size = cfg.batch_size or backend.batch_size
+        #: Rows per stored batch: a few forward batches, so a kill loses little and files stay few.
+        self.chunk_rows = 4 * self.batch_size
         self.corruption_workers = corruption_workers
         self.cache = CorruptionCache(cfg.cache_dir or default_cache_root())
         self.key = RunKey(
@@ -135,26 +137,7 @@ class SuiteRun:
             logits[:, :width] = out.option_logits
             return {"option_logits": logits, "option_mass": out.option_mass.astype(np.float32)}
 
-        return self.store.get_or_compute(key, n, self.batch_size, compute)
-
-    def prefetch(self, keys: Sequence[str]) -> None:
-        """Fill the corruption cache for conditions not yet stored, with the whole process pool.
-
-        Worth it only on a cold cache: one streaming pass over all images keeps every core
-        busy, where per-condition batches would leave the pool idle while the model runs.
-        """
-        todo = [k for k in keys if k != spec.CLEAN and not self.store.has(k)]
-        if not todo or self.corruption_workers < 2:
-            return
-        for _ in iter_materialize(
-            self._items(0, len(self.dataset)),
-            todo,
-            image_size=self.image_size,
-            seed=self.cfg.seed,
-            cache=self.cache,
-            workers=self.corruption_workers,
-        ):
-            pass
+        return self.store.get_or_compute(key, n, self.chunk_rows, compute)
 
     # -- metrics ------------------------------------------------------------------------------
     def grid(self, keys: Sequence[str] | None = None) -> GridMetrics:
@@ -198,7 +181,7 @@ class SuiteRun:
         def compute(start: int, stop: int) -> dict[str, np.ndarray]:
             return compute_vsi_batch(self, start, stop)
 
-        return self.store.get_or_compute(VSI, n, self.batch_size, compute)
+        return self.store.get_or_compute(VSI, n, self.chunk_rows, compute)
 
     def prepared(self, start: int, stop: int) -> list[np.ndarray]:
         """Clean images at the run's image size (what the corruptions start from)."""

@@ -144,3 +144,13 @@ def test_two_processes_compute_each_batch_once(tmp_path):
     all_calls = sorted(c for calls, _ in results for c in calls)
     assert all_calls == [(0, 4), (4, 8), (8, 12)]
     assert results[0][1] == results[1][1]
+
+
+def test_unreadable_finished_entry_is_recomputed(tmp_path):
+    store = ResultStore(tmp_path, _key())
+    store.get_or_compute("fog-1", 4, 4, _compute([]))
+    store.path("fog-1").write_bytes(b"truncated by a power loss")
+    calls: list[tuple[int, int]] = []
+    out = store.get_or_compute("fog-1", 4, 4, _compute(calls))
+    assert calls == [(0, 4)]
+    assert out["ids"].tolist() == [0, 1, 2, 3]
