@@ -230,6 +230,23 @@ def pytest_collection_modifyitems(
         raise pytest.UsageError(f"benchc: {exc}") from None
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The xdist controller collects nothing, so it validates dataset and model here."""
+    config = session.config
+    if _worker_id(config) is not None or _xdist_workers(config) == 0:
+        return
+    if config.option.collectonly:
+        return
+    from benchc.suite.session import check_model_source
+
+    state = _session(config)
+    try:
+        _ = state.dataset
+        check_model_source(state.cfg)
+    except LoadError as exc:
+        raise pytest.UsageError(f"benchc: {exc}") from None
+
+
 # -- fixtures -------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def benchc_session(pytestconfig: pytest.Config) -> SuiteSession:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from benchc.data.sample import Dataset
 from benchc.models.base import Backend
@@ -75,6 +76,24 @@ def _limit_cpu_threads(worker_id: str | None) -> None:
         torch.set_num_threads(1)
     else:
         torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
+
+
+def check_model_source(cfg: SuiteConfig) -> None:
+    """A cheap check that ``--model`` names something loadable (no weights are read).
+
+    Used by the xdist controller, which never loads the model itself: a typo must be one usage
+    error there, not a crash in every worker. Non-HF schemes (``openai:...``) are not checked.
+    """
+    if ":" in cfg.model and not Path(cfg.model).exists():
+        return
+    from benchc.models.source import resolve_source
+
+    try:
+        resolve_source(cfg.model, cfg.revision)
+    except Exception as exc:
+        raise LoadError(
+            f"--model {cfg.model!r} cannot be loaded: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 @dataclass
