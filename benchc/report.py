@@ -16,7 +16,7 @@ import numpy as np
 
 from benchc import spec
 from benchc.gates import Payload, compare
-from benchc.gates.snapshot import model_slug
+from benchc.gates.snapshot import cell_file, model_slug
 from benchc.metrics import GridMetrics, compute_grid
 from benchc.results.store import load_npz
 from benchc.suite.figures import cell_payload
@@ -176,7 +176,7 @@ def gate_lines(run: StoredRun, thresholds_dir: Path) -> list[str]:
     failures: list[str] = []
     assert run.grid is not None
     for key in run.cells:
-        path = folder / f"cell-{key}.json"
+        path = folder / cell_file(key)
         if not path.is_file():
             continue
         baseline = Payload.from_json(path.read_text(), where=str(path))

@@ -23,11 +23,16 @@ if TYPE_CHECKING:
 
 
 def case_name(test_name: str) -> str:
-    """``test_cell[gaussian_noise-3]`` -> ``cell-gaussian_noise-3`` (a portable file stem)."""
+    """``test_cell[gaussian_noise-3]`` -> ``test_cell-gaussian_noise-3`` (a portable file stem
+    that still starts with the test function's name, which syrupy relates to the test)."""
     name = test_name.rsplit(".", 1)[-1]
-    name = name.removeprefix("test_")
     name = name.replace("[", "-").replace("]", "")
     return re.sub(r"[^A-Za-z0-9_.\-]+", "_", name)
+
+
+def cell_file(key: str) -> str:
+    """The snapshot file name of cell ``key`` (``fog-3`` -> ``test_cell-fog-3.json``)."""
+    return f"{case_name(f'test_cell[{key}]')}.json"
 
 
 class ThresholdLocationMixin:

@@ -117,9 +117,10 @@ class GateCheck:
     def check_sample(self, current: Payload, cell_key: str) -> None:
         """Drill-down: one sample against its cell snapshot's per-sample values (no file of
         its own; ``--snapshot-update`` records samples through their cell)."""
+        from benchc.gates.snapshot import cell_file
         from benchc.suite.cases import sample_baseline
 
-        path = self.path.parent / f"cell-{cell_key}.json"
+        path = self.path.parent / cell_file(cell_key)
         if not path.is_file():
             pytest.fail(
                 f"no threshold snapshot {path} for cell {cell_key}; record one with:\n"

@@ -2,7 +2,7 @@
 
 Each case scores every sample under its cell (resumably, through the results store), computes
 the cell's Bench-C figures with bootstrap SEs and checks them against
-``thresholds/<model>/cell-<corruption>-<severity>.json``. ``-k blur`` selects a family.
+``thresholds/<model>/test_cell-<corruption>-<severity>.json``. ``-k blur`` selects a family.
 """
 
 import pytest
