@@ -1,0 +1,249 @@
+"""The suite end to end, through pytester, on small configurations: snapshot lifecycle,
+determinism, per-sample drill-down, kill-and-resume, and xdist equivalence.
+
+Runs are in-process (imports and torch stay warm) except the one that must be killed. Every
+configuration is small (a few samples, two cells) so the whole module stays fast on 2 cores.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchc.results import load_npz
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parents[2]
+SUITE = REPO / "benchc_tests" / "suite"
+EMBEDDED_MODEL = REPO / "fixtures" / "tiny-vlm"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    """The embedded tiny model; an untrained build of it until the trained one is committed."""
+    if (EMBEDDED_MODEL / "config.json").is_file():
+        return EMBEDDED_MODEL
+    from benchc.tinyvlm.build import build_untrained
+
+    return build_untrained(tmp_path_factory.mktemp("model") / "tiny-vlm")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _heavy_modules_loaded(model_dir):
+    """pytester's in-process runs drop every module first imported inside them, and torch's C
+    extension cannot be imported a second time: load the whole stack out here, once."""
+    import sklearn.linear_model  # noqa: F401
+    import torch  # noqa: F401
+
+    from benchc.corruptions import corrupt_array
+    from benchc.models import load_backend
+
+    load_backend(str(model_dir))
+    image = np.zeros((64, 64, 3), dtype=np.uint8)
+    for name in ("fog", "pixelate", "gaussian_noise", "defocus_blur"):
+        corrupt_array(image, name, 1, seed=0, sample_id="warm-up")
+
+
+@pytest.fixture(scope="module")
+def small_dataset(tmp_path_factory) -> Path:
+    from benchc.data import save_jsonl
+    from benchc.data.synthetic import generate
+
+    folder = tmp_path_factory.mktemp("data") / "small"
+    save_jsonl(generate(10, 7), folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def corruption_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("corruptions")
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest('pytest_plugins = ["benchc.plugin"]\n')
+    target = pytester.mkpydir("suite")
+    for path in SUITE.glob("test_*.py"):
+        (target / path.name).write_text(path.read_text())
+    return pytester
+
+
+def _args(model: Path, data: Path, cache: Path, root: Path, results: str = "results") -> list[str]:
+    return [
+        "suite",
+        f"--model={model}",
+        f"--dataset={data}",
+        "--corruptions=fog,pixelate",
+        "--severities=2",
+        "--batch-size=4",
+        f"--results-dir={root / results}",
+        f"--cache-dir={cache}",
+        f"--thresholds-dir={root / 'thresholds'}",
+        "-p",
+        "no:randomly",
+    ]
+
+
+def _snapshots(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / "thresholds").glob("*/*.json"))}
+
+
+def _stored(results: Path) -> dict[str, dict[str, np.ndarray]]:
+    out = {}
+    for path in sorted(results.glob("*/*/*.npz")):
+        out[path.name] = load_npz(path)
+    return out
+
+
+def test_default_run_passes_on_the_committed_snapshot(project):
+    """The embedded model and testbed against ``thresholds/tiny-vlm`` as committed (read only),
+    on one cell plus the VSI gates to stay fast; the full default run is ``pytest`` itself."""
+    result = project.runpytest_inprocess(
+        "suite",
+        f"--thresholds-dir={REPO / 'thresholds'}",
+        f"--results-dir={project.path / 'results'}",
+        "--corruptions=fog",
+        "--severities=3",
+        "-k",
+        "test_cell or test_vsi",
+    )
+    result.assert_outcomes(passed=1 + 2)
+
+
+def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache):
+    root = project.path
+    args = _args(model_dir, small_dataset, corruption_cache, root)
+
+    # 1. No snapshot yet: every case fails and says how to record one.
+    result = project.runpytest_inprocess(*args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    assert "no threshold snapshot for model 'tiny-vlm' case fog-2" in out
+    assert "--snapshot-update" in out
+    result.assert_outcomes(failed=2 + 4 + 2)
+
+    # 2. Record: figures, SEs and rules land in thresholds/tiny-vlm/.
+    result = project.runpytest_inprocess(*args, "--snapshot-update")
+    result.assert_outcomes(passed=8)
+    recorded = _snapshots(root)
+    assert {"test_cell-fog-2.json", "test_model-mixed_cell_rate.json", "test_vsi-gap.json"} <= set(
+        recorded
+    )
+    assert (
+        b'"rules"' in recorded["test_cell-fog-2.json"]
+        and b'"se"' in recorded["test_cell-fog-2.json"]
+    )
+
+    # 3. The same model passes, and --report writes the summary and plots.
+    report = root / "report"
+    result = project.runpytest_inprocess(*args, f"--report={report}")
+    result.assert_outcomes(passed=8)
+    (folder,) = report.iterdir()
+    assert "model-level figures" in (folder / "summary.txt").read_text()
+    assert (folder / "severity_ras.png").stat().st_size > 0
+
+    # 4. Recomputing from scratch gives bit-identical figures (update rewrites nothing).
+    result = project.runpytest_inprocess(
+        *_args(model_dir, small_dataset, corruption_cache, root, "fresh"), "--snapshot-update"
+    )
+    result.assert_outcomes(passed=8)
+    assert _snapshots(root) == recorded
+
+    # 5. Per-sample drill-down: one case per cell x sample, checked against the cell snapshot.
+    result = project.runpytest_inprocess(*args, "--per-sample", "-k", "test_sample")
+    result.assert_outcomes(passed=2 * 10)
+
+
+def test_degraded_model_fails_then_update_passes(
+    project, model_dir, small_dataset, corruption_cache
+):
+    root = project.path
+    args = _args(model_dir, small_dataset, corruption_cache, root)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=8)
+    degraded = [*args, "--benchc-degrade=damp=0.05,sharpen=4"]
+
+    result = project.runpytest_inprocess(*degraded)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    assert "gate FAIL: accuracy in" in out  # a washed-out image costs the model its answers
+    for needed in ("baseline", "current", "tolerance", "samples that moved most"):
+        assert needed in out
+
+    project.runpytest_inprocess(*degraded, "--snapshot-update").assert_outcomes(passed=8)
+    project.runpytest_inprocess(*degraded).assert_outcomes(passed=8)
+    # The original model is now better than the (degraded) baseline: reported, never failed.
+    result = project.runpytest_inprocess(*args)
+    result.assert_outcomes(passed=8)
+    assert "improved beyond tolerance" in result.stdout.str()
+
+
+def test_killed_run_resumes_without_recomputing(
+    project, model_dir, small_dataset, corruption_cache
+):
+    root = project.path
+    args = [
+        *_args(model_dir, small_dataset, corruption_cache, root),
+        "--corruptions=noise",
+        "--severities=1-3",
+        "--batch-size=2",
+        "--snapshot-update",
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *args, "-q"],
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    results = root / "results"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(list(results.glob("*/*/*-*.npz"))) >= 3:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = {p: p.stat().st_mtime_ns for p in results.glob("*/*/*.npz")}
+    assert 3 <= len([p for p in before if "-" in p.stem]) < 12
+
+    result = project.runpytest_inprocess(*args)
+    result.assert_outcomes(passed=12 + 4 + 2)
+    for path, mtime in before.items():  # finished conditions were reused, not recomputed
+        assert path.stat().st_mtime_ns == mtime, path.name
+
+    reference = root / "reference"
+    ref_args = [
+        a if not a.startswith("--results-dir") else f"--results-dir={reference}" for a in args
+    ]
+    project.runpytest_inprocess(*ref_args).assert_outcomes(passed=12 + 4 + 2)
+    resumed, uninterrupted = _stored(results), _stored(reference)
+    assert resumed.keys() == uninterrupted.keys()
+    for name, arrays in uninterrupted.items():
+        for key, value in arrays.items():
+            assert resumed[name][key].tobytes() == value.tobytes(), (name, key)
+
+
+def test_xdist_gives_the_same_figures(project, model_dir, small_dataset, corruption_cache):
+    root = project.path
+    args = _args(model_dir, small_dataset, corruption_cache, root)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=8)
+    recorded = _snapshots(root)
+
+    parallel = _args(model_dir, small_dataset, corruption_cache, root, "parallel")
+    result = project.runpytest_inprocess(*parallel, "-n", "2")
+    result.assert_outcomes(passed=8)
+    assert _snapshots(root) == recorded
+    serial, split = _stored(root / "results"), _stored(root / "parallel")
+    assert serial.keys() == split.keys()
+    for name, arrays in serial.items():
+        for key, value in arrays.items():
+            assert split[name][key].tobytes() == value.tobytes(), (name, key)
