@@ -41,7 +41,7 @@ def measure(model_dir: str | Path, *, n: int = 600, seed: int = EVAL_SEED) -> di
     return res
 
 
-def render(res: dict, build: dict) -> str:
+def render(res: dict, build: dict, notes: str = "") -> str:
     """Markdown report from :func:`measure`'s figures and the build's timing."""
     clean = res["clean"]
     chance = 0.25
@@ -81,6 +81,8 @@ def render(res: dict, build: dict) -> str:
         if cells:
             lines.append(f"| {c} | " + " | ".join(cells) + " |")
     lines += ["", f"Evaluation took {res['eval_seconds']} s.", ""]
+    if notes:
+        lines += ["## Notes", "", notes.strip(), ""]
     return "\n".join(lines)
 
 
@@ -90,12 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="default: <model>/BUILD_REPORT.md")
     ap.add_argument("--n", type=int, default=600)
     ap.add_argument("--build-info", type=Path, default=None, help="JSON of build facts to list")
+    ap.add_argument("--notes", type=Path, default=None, help="markdown appended as 'Notes'")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     res = measure(args.model, n=args.n)
     build = json.loads(args.build_info.read_text()) if args.build_info else {}
     out = args.out or args.model / "BUILD_REPORT.md"
-    out.write_text(render(res, build))
+    notes = args.notes.read_text() if args.notes else ""
+    out.write_text(render(res, build, notes))
     (out.with_suffix(".json")).write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
     print(out.read_text())
     return 0
