@@ -149,6 +149,13 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
     (folder,) = report.iterdir()
     assert "model-level figures" in (folder / "summary.txt").read_text()
     assert (folder / "severity_ras.png").stat().st_size > 0
+    from benchc.cli import main  # the same report later, from the stored run alone
+
+    argv = ["report", str(root / "results"), "--out", str(root / "again")]
+    assert main([*argv, "--thresholds-dir", str(root / "thresholds")]) == 0
+    assert (root / "again" / folder.name / "summary.txt").read_text() == (
+        folder / "summary.txt"
+    ).read_text()
 
     # 4. Recomputing from scratch gives bit-identical figures (update rewrites nothing).
     result = project.runpytest_inprocess(
