@@ -89,6 +89,10 @@ def test_proxy_end_to_end_counts_and_determinism(server) -> None:
             np.testing.assert_allclose(
                 np.exp(out.option_logits[i]), jeffreys(out.letter_counts[i]), rtol=1e-6
             )
+    # the trained model answers with letters: samples mostly parse and follow its argmax
+    white = tiny_backend_cached().forward(queries).option_logits
+    assert out.n_unparsed.sum() <= 6
+    assert np.mean(np.argmax(out.letter_counts, 1) == np.nanargmax(white, 1)) >= 2 / 3
     again = proxy.forward(queries)
     np.testing.assert_array_equal(again.letter_counts, out.letter_counts)
     assert not proxy.white_box
