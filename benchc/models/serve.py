@@ -140,16 +140,21 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_server(argv: list[str] | None = None) -> ChatServer:
+    """Parse the command line and load the model; the server is bound but not yet serving."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="checkpoint folder or hub id")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    server = ChatServer(HFBackend(args.model, batch_size=1), args.host, args.port, args.seed)
+    return ChatServer(HFBackend(args.model, batch_size=1), args.host, args.port, args.seed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    server = build_server(argv)
     print(f"serving {server.backend.name} at {server.base_url}", flush=True)
     try:
         server.serve_forever()

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from benchc.models.base import Query
 from benchc.models.parse import parse_letter
 from benchc.models.proxy import OpenAIProxyBackend, ProxyError, image_data_url, jeffreys
-from benchc.models.serve import ChatServer
+from benchc.models.serve import ChatServer, build_server
 from benchc_tests.unit.test_models_hf import synthetic_queries, tiny_backend_cached
 
 OPTIONS = ("red", "blue", "green", "yellow")
@@ -199,31 +199,19 @@ def test_proxy_rejects_bad_settings() -> None:
         OpenAIProxyBackend("m", "localhost:8000")
 
 
-def test_serve_cli_in_another_process_gives_the_same_counts(server) -> None:
-    """``python -m benchc.models.serve`` answers like the in-process server: same seeds, same
-    sampled letters, so the whole path is deterministic across processes."""
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "benchc.models.serve", "--port", "0"]
-    proc = subprocess.Popen(
-        [*cmd, "--model", str(server.backend.source.path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
+def test_serve_command_line_builds_an_equivalent_server(server) -> None:
+    """``python -m benchc.models.serve --model DIR --port 0`` (parsed in-process) serves the same
+    model: same request seeds, same sampled letters as the fixture's server."""
+    cli = build_server(["--model", str(server.backend.source.path), "--port", "0", "--seed", "0"])
+    thread = threading.Thread(target=cli.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
     try:
-        line = proc.stdout.readline()
-        assert line.startswith("serving "), line
-        url = line.split(" at ", 1)[1].strip()
+        assert cli.base_url.startswith("http://127.0.0.1:") and cli.base_url.endswith("/v1")
         queries = synthetic_queries(2, seed=5)
-        theirs = OpenAIProxyBackend("tiny", url, n_samples=50).forward(queries)
+        theirs = OpenAIProxyBackend("tiny", cli.base_url, n_samples=50).forward(queries)
         ours = OpenAIProxyBackend("tiny", server.base_url, n_samples=50).forward(queries)
         np.testing.assert_array_equal(theirs.letter_counts, ours.letter_counts)
         np.testing.assert_array_equal(theirs.n_unparsed, ours.n_unparsed)
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        cli.shutdown()
+        cli.server_close()
