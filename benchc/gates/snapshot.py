@@ -54,6 +54,13 @@ class ThresholdLocationMixin:
     def get_snapshot_name(cls, *, test_location: PyTestLocation, index: Any = 0) -> str:
         return case_name(test_location.snapshot_name)
 
+    @classmethod
+    def matches_test_location(
+        cls, *, test_location: PyTestLocation, snapshot_location: str
+    ) -> bool:
+        # Laid out per model, not per test file: a file in the model's folder is the case's.
+        return Path(snapshot_location).parent == Path(cls.root) / cls.slug
+
     def discover_snapshots(self, **_: Any) -> SnapshotCollections:
         # Thresholds of cells not run this session (``-k blur``, ``--corruptions``) are not
         # "unused": never let syrupy report or delete them.

@@ -246,9 +246,11 @@ def test_xdist_gives_the_same_figures(project, model_dir, small_dataset, corrupt
     recorded = _snapshots(root)
 
     parallel = _args(model_dir, small_dataset, corruption_cache, root, "parallel")
-    result = project.runpytest_inprocess(*parallel, "-n", "2")
+    result = project.runpytest_inprocess(*parallel, "-n", "2", f"--report={root / 'report'}")
     result.assert_outcomes(passed=8)
     assert _snapshots(root) == recorded
+    # The controller ran no case, yet reports the run the workers stored.
+    assert len(list((root / "report").glob("*/summary.txt"))) == 1
     serial, split = _stored(root / "results"), _stored(root / "parallel")
     assert serial.keys() == split.keys()
     for name, arrays in serial.items():
