@@ -20,9 +20,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchc.data.fingerprint import fingerprint
+from benchc.data.fingerprint import fingerprint, sample_digest
 from benchc.data.native import DEFAULT_JSONL
 from benchc.data.sample import Dataset
+from benchc.data.synthetic import KINDS
 from benchc.select.embed import TEXT_METHODS, sample_text, text_embeddings
 from benchc.spec import CORRUPTIONS, DEFAULT_SEED
 
@@ -34,6 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--synthetic", type=int, metavar="N", help="generate N candidates")
     p.add_argument("--synthetic-seed", type=int, default=0)
     p.add_argument("--synthetic-size", type=int, default=128, help="synthetic image side (px)")
+    p.add_argument(
+        "--synthetic-kinds",
+        default=",".join(KINDS),
+        help="comma-separated kinds the generator cycles through; repeating a kind weights it",
+    )
     p.add_argument("--lenient", action="store_true", help="skip invalid pool samples")
     p.add_argument("--selector", action="append", default=[], help="model string (repeat)")
     p.add_argument(
@@ -66,7 +72,8 @@ def _pool(args: argparse.Namespace) -> Dataset:
         return load_dataset(args.pool, lenient=args.lenient)
     from benchc.data.synthetic import generate
 
-    samples = generate(args.synthetic, args.synthetic_seed, size=args.synthetic_size)
+    kinds = tuple(k.strip() for k in args.synthetic_kinds.split(",") if k.strip())
+    samples = generate(args.synthetic, args.synthetic_seed, size=args.synthetic_size, kinds=kinds)
     name = f"synthetic-{args.synthetic}-s{args.synthetic_seed}"
     return Dataset(name=name, samples=tuple(samples), fingerprint=fingerprint(samples))
 
@@ -105,9 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _prepare_out(Path(args.out), overwrite=args.overwrite)
     t0 = time.perf_counter()
     pool = _pool(args)
+    digests = [sample_digest(s) for s in pool]
     if args.reuse_predictions:
         preds, names, fingerprints, sources = combine_predictions(
-            args.reuse_predictions, pool.ids, seed=args.seed, image_size=args.image_size
+            args.reuse_predictions, pool.ids, digests, seed=args.seed, image_size=args.image_size
         )
         specs = [f"reused from {src}" for src in sources]
     else:
@@ -143,7 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     info = {
         "pool": args.pool
-        or f"synthetic(n={args.synthetic}, seed={args.synthetic_seed}, size={args.synthetic_size})",
+        or f"synthetic(n={args.synthetic}, seed={args.synthetic_seed}, size={args.synthetic_size}, "
+        f"kinds={args.synthetic_kinds})",
         "selectors": [
             f"{n}: {s} ({f})" for n, s, f in zip(names, specs, fingerprints, strict=True)
         ],
@@ -158,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(args.out) / PREDICTIONS_NPZ,
         preds,
         ids=pool.ids,
+        digests=digests,
         selector_names=names,
         selector_fingerprints=fingerprints,
         seed=args.seed,

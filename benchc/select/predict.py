@@ -118,6 +118,7 @@ def save_predictions(
     preds: Predictions,
     *,
     ids: Sequence[str],
+    digests: Sequence[str],
     selector_names: Sequence[str],
     selector_fingerprints: Sequence[str],
     seed: int,
@@ -127,6 +128,7 @@ def save_predictions(
     np.savez_compressed(
         path,
         ids=np.array(ids),
+        digests=np.array(digests),
         selectors=np.array(selector_names),
         fingerprints=np.array(selector_fingerprints),
         top1=preds.top1.astype(np.int8),  # K <= 26 fits
@@ -140,12 +142,19 @@ def save_predictions(
 
 
 def load_predictions(
-    path: str | Path, ids: Sequence[str], *, seed: int, image_size: int | None
+    path: str | Path,
+    ids: Sequence[str],
+    digests: Sequence[str],
+    *,
+    seed: int,
+    image_size: int | None,
 ) -> tuple[Predictions, list[str], list[str]]:
     """Saved predictions for ``ids`` (any subset, any order of the saved pool).
 
-    Returns the predictions and the selectors' names and fingerprints. Raises ``ValueError``
-    naming the file when a sample is missing or the corruption seed / image size differ.
+    ``digests`` (``benchc.data.fingerprint.sample_digest``) guard against a sample that kept
+    its id but changed content. Returns the predictions and the selectors' names and
+    fingerprints. Raises ``ValueError`` naming the file when a sample is missing or differs,
+    or the corruption seed / image size differ.
     """
     with np.load(path) as z:
         data = {k: z[k] for k in z.files}
@@ -163,6 +172,13 @@ def load_predictions(
             f"{path}: no saved predictions for {len(missing)} sample(s), e.g. {missing[0]!r}"
         )
     rows = np.array([row[sid] for sid in ids], dtype=np.int64)
+    saved = data["digests"][rows].tolist()
+    changed = [sid for sid, a, b in zip(ids, digests, saved, strict=True) if a != b]
+    if changed:
+        raise ValueError(
+            f"{path}: {len(changed)} sample(s) differ from the ones predicted "
+            f"(same id, other content), e.g. {changed[0]!r}"
+        )
     preds = Predictions(
         top1=data["top1"][:, rows].astype(np.int64),
         clean_top1=data["clean_top1"][:, rows].astype(np.int64),
@@ -174,7 +190,12 @@ def load_predictions(
 
 
 def combine_predictions(
-    paths: Sequence[str | Path], ids: Sequence[str], *, seed: int, image_size: int | None
+    paths: Sequence[str | Path],
+    ids: Sequence[str],
+    digests: Sequence[str],
+    *,
+    seed: int,
+    image_size: int | None,
 ) -> tuple[Predictions, list[str], list[str], list[str]]:
     """Stack the selectors of several saved runs (e.g. one process per selector).
 
@@ -183,7 +204,9 @@ def combine_predictions(
     """
     if not paths:
         raise ValueError("combine_predictions() needs at least one file")
-    parts = [(p, *load_predictions(p, ids, seed=seed, image_size=image_size)) for p in paths]
+    parts = [
+        (p, *load_predictions(p, ids, digests, seed=seed, image_size=image_size)) for p in paths
+    ]
     first = parts[0][1]
     for p, pred, _, _ in parts[1:]:
         if pred.corruptions != first.corruptions:

@@ -197,6 +197,10 @@ def test_cli_end_to_end(tmp_path, capsys):
     assert main(["--synthetic", "12", *reuse, "--out", str(tmp_path / "sub")]) == 0
     sub = json.loads((tmp_path / "sub" / REPORT_JSON).read_text())
     assert sub["n_pool"] == 12
+    # a weighted pool (kinds repeat) holds other images under the same ids: nothing to reuse
+    weighted = ["--synthetic-kinds", "text,text,count"]
+    with pytest.raises(ValueError, match=r"sample\(s\) differ from the ones predicted"):
+        main(["--synthetic", "6", *reuse, *weighted, "--out", str(tmp_path / "w")])
     with pytest.raises(ValueError, match="no saved predictions for 6 sample"):
         main(["--synthetic", "30", *reuse, "--out", str(tmp_path / "more")])
     with pytest.raises(ValueError, match="seed=0"):
