@@ -9,11 +9,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from benchc.data.sample import Dataset
-from benchc.models.base import Backend
 from benchc.suite.config import SuiteConfig
-from benchc.suite.run import SuiteRun, default_corruption_workers
+
+if TYPE_CHECKING:  # the heavy stack is imported on first use, not when pytest loads the plugin
+    from benchc.data.sample import Dataset
+    from benchc.models.base import Backend
+    from benchc.suite.run import SuiteRun
 
 
 class LoadError(RuntimeError):
@@ -121,6 +124,8 @@ class SuiteSession:
     @property
     def run(self) -> SuiteRun:
         if self._run is None:
+            from benchc.suite.run import SuiteRun, default_corruption_workers
+
             self._run = SuiteRun(
                 self.cfg,
                 self.dataset,

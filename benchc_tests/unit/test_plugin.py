@@ -9,6 +9,13 @@ from pathlib import Path
 
 import pytest
 
+# pytester's in-process runs unload every module first imported inside them, and C extensions
+# (torch above all) cannot be imported twice: load the stack an inner run touches out here.
+import benchc.corruptions
+import benchc.metrics.vsi
+import benchc.models.hf
+import benchc.suite.session  # noqa: F401
+
 pytest_plugins = ["pytester"]
 
 SUITE = Path(__file__).resolve().parents[1] / "suite"
