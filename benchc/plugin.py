@@ -223,6 +223,7 @@ def pytest_collection_modifyitems(
     if config.option.collectonly or not any(_is_suite_item(i) for i in items):
         return
     state = _session(config)
+    state.planned_conditions = _planned_conditions(items, state.cfg.conditions)
     try:  # fail once, before any cell runs, when the model or dataset cannot be used
         _ = state.dataset
         _ = state.backend
@@ -247,6 +248,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError(f"benchc: {exc}") from None
 
 
+def _planned_conditions(items: list[pytest.Item], grid: list[str]) -> list[str]:
+    """Conditions in the order the selected cases will need them (for the prefetch)."""
+    planned: list[str] = []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "benchc_cell" in params:
+            planned.append(params["benchc_cell"])
+        elif params.get("benchc_sample_case"):
+            planned.append(params["benchc_sample_case"][0])
+        elif item.get_closest_marker("benchc_model"):
+            planned.extend(grid)
+    return list(dict.fromkeys(planned))
+
+
 # -- fixtures -------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def benchc_session(pytestconfig: pytest.Config) -> SuiteSession:
@@ -264,7 +279,10 @@ def benchc_run(benchc_session: SuiteSession, pytestconfig: pytest.Config):
     """The model under test on the dataset, backed by the results store (one per process)."""
     run = benchc_session.run
     pytestconfig.stash[RUN_DIRS].add(str(run.store.run_dir))
-    return run
+    if _worker_id(pytestconfig) is None:  # xdist workers are the parallelism already
+        run.start_prefetch(benchc_session.planned_conditions)
+    yield run
+    run.stop_prefetch()
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ the stored arrays (``benchc.metrics``).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -76,6 +77,8 @@ class SuiteRun:
         self.store = ResultStore(cfg.results_dir, self.key)
         self.k_max = int(dataset.n_options.max())
         self._grids: dict[tuple[str, ...], GridMetrics] = {}  # metrics are pure: memoise
+        self._prefetcher: threading.Thread | None = None
+        self._stop_prefetch = threading.Event()
         self._write_samples()
 
     # -- bookkeeping ------------------------------------------------------------------------
@@ -138,6 +141,46 @@ class SuiteRun:
             return {"option_logits": logits, "option_mass": out.option_mass.astype(np.float32)}
 
         return self.store.get_or_compute(key, n, self.chunk_rows, compute)
+
+    def start_prefetch(self, keys: Sequence[str]) -> None:
+        """Warm the corruption cache for ``keys`` in a background thread, condition by
+        condition in the order the cells will run.
+
+        On a cold cache this overlaps the corruption pool with the model instead of
+        alternating them (the model waits less on each cell). Best effort: anything the
+        prefetch has not reached is computed by :meth:`condition` itself.
+        """
+        todo = [k for k in dict.fromkeys(keys) if k != spec.CLEAN and not self.store.has(k)]
+        if not todo or self.corruption_workers < 2 or self._prefetcher is not None:
+            return
+        items = self._items(0, len(self.dataset))  # decode images here, not in the thread
+
+        def work() -> None:
+            try:
+                for key in todo:
+                    if self._stop_prefetch.is_set() or self.store.has(key):
+                        continue
+                    for _ in iter_materialize(
+                        items,
+                        [key],
+                        image_size=self.image_size,
+                        seed=self.cfg.seed,
+                        cache=self.cache,
+                        workers=self.corruption_workers,
+                    ):
+                        if self._stop_prefetch.is_set():
+                            return
+            except Exception:  # the main thread recomputes, and reports any real error
+                return
+
+        self._prefetcher = threading.Thread(target=work, name="benchc-prefetch", daemon=True)
+        self._prefetcher.start()
+
+    def stop_prefetch(self) -> None:
+        if self._prefetcher is not None:
+            self._stop_prefetch.set()
+            self._prefetcher.join()
+            self._prefetcher = None
 
     # -- metrics ------------------------------------------------------------------------------
     def grid(self, keys: Sequence[str] | None = None) -> GridMetrics:

@@ -107,7 +107,8 @@ class SuiteSession:
     _dataset: Dataset | None = None
     _backend: Backend | None = None
     _run: SuiteRun | None = None
-    improvements: list[str] = field(default_factory=list)
+    #: Conditions the selected cases need, in run order (set after collection).
+    planned_conditions: list[str] = field(default_factory=list)
 
     @property
     def dataset(self) -> Dataset:
