@@ -102,7 +102,14 @@ class SuiteRun:
 
     @cached_property
     def _pil(self) -> list:
-        return [s.image() for s in self.dataset]
+        """Decoded images, fully loaded: PIL decodes lazily and its lazy load is not
+        thread-safe, and the corruption prefetch thread reads these too."""
+        images = []
+        for sample in self.dataset:
+            image = sample.image()
+            image.load()
+            images.append(image)
+        return images
 
     def _items(self, start: int, stop: int) -> list[tuple[str, object]]:
         return [(self.dataset[i].id, self._pil[i]) for i in range(start, stop)]
@@ -153,7 +160,7 @@ class SuiteRun:
         todo = [k for k in dict.fromkeys(keys) if k != spec.CLEAN and not self.store.has(k)]
         if not todo or self.corruption_workers < 2 or self._prefetcher is not None:
             return
-        items = self._items(0, len(self.dataset))  # decode images here, not in the thread
+        items = self._items(0, len(self.dataset))  # decode here, before a second thread reads
 
         def work() -> None:
             try:
