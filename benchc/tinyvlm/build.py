@@ -272,7 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchc.tinyvlm.build", description=__doc__)
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--preset", choices=sorted(PRESETS), default="full")
+    # full-v2 is the committed fixtures/tiny-vlm; "full" is the 2-layer recipe without the
+    # option-line heads (83.8% held-out vs 91.5%, kept for comparison).
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="full-v2")
     ap.add_argument("--untrained", action="store_true", help="skip training (format only)")
     ap.add_argument("--steps", type=int, default=None, help="override the training schedule length")
     ap.add_argument("--threads", type=int, default=1)
