@@ -50,9 +50,7 @@ MIN_OPTIONS: Final[int] = 2
 MAX_OPTIONS: Final[int] = 26
 
 #: The instruction closing every user turn (SPEC section 2).
-ANSWER_INSTRUCTION: Final[str] = (
-    "Answer with the option's letter from the given choices directly."
-)
+ANSWER_INSTRUCTION: Final[str] = "Answer with the option's letter from the given choices directly."
 #: Bumped whenever the prompt text changes, so cached model outputs are invalidated.
 PROMPT_VERSION: Final[str] = "benchc-prompt-1"
 
@@ -94,7 +92,9 @@ def parse_condition(key: str) -> tuple[str | None, int | None]:
         return None, None
     name, sep, sev = key.rpartition("-")
     if not sep or name not in CORRUPTIONS or not sev.isdigit() or int(sev) not in SEVERITIES:
-        raise ValueError(f"not a condition key: {key!r} (expected 'clean' or '<corruption>-<1..5>')")
+        raise ValueError(
+            f"not a condition key: {key!r} (expected 'clean' or '<corruption>-<1..5>')"
+        )
     return name, int(sev)
 
 
@@ -103,8 +103,10 @@ def all_conditions() -> list[str]:
     return [condition_key(c, s) for c in CORRUPTIONS for s in SEVERITIES]
 
 
-def format_question(question: str, options: tuple[str, ...] | list[str], hint: str | None = None) -> str:
-    """The model-independent user-turn text: optional hint, question, lettered options, instruction."""
+def format_question(
+    question: str, options: tuple[str, ...] | list[str], hint: str | None = None
+) -> str:
+    """The model-independent user turn: optional hint, question, lettered options, instruction."""
     lines = []
     if hint:
         lines.append(f"Hint: {hint}")

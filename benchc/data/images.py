@@ -51,7 +51,9 @@ def _array_to_pil(arr: np.ndarray) -> Image.Image:
         if arr.shape[2] == 1:
             return Image.fromarray(arr8[:, :, 0], mode="L")
         return Image.fromarray(arr8, mode="RGB" if arr.shape[2] == 3 else "RGBA")
-    raise ValueError(f"image array must be (H, W), (H, W, 1), (H, W, 3) or (H, W, 4); got {arr.shape}")
+    raise ValueError(
+        f"image array must be (H, W), (H, W, 1), (H, W, 3) or (H, W, 4); got {arr.shape}"
+    )
 
 
 def _to_uint8(arr: np.ndarray) -> np.ndarray:
@@ -75,7 +77,9 @@ def resize_longer(image: Image.Image, size: int | None) -> Image.Image:
     return image.resize(new, Image.Resampling.BICUBIC)
 
 
-def prepare(image: Image.Image | np.ndarray, size: int | None, *, what: str = "image") -> np.ndarray:
+def prepare(
+    image: Image.Image | np.ndarray, size: int | None, *, what: str = "image"
+) -> np.ndarray:
     """RGB-convert, resize, check the minimum side and return a contiguous (H, W, 3) uint8 array.
 
     ``what`` names the image in errors (e.g. ``"sample 'q17' (data/images/q17.png)"``).
