@@ -3,7 +3,6 @@ the vectorised bootstrap."""
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -21,28 +20,7 @@ from benchc.metrics import (
     grid_from_logits,
     split_conditions,
 )
-
-
-def _ref_pair(lc, lx, k, y):
-    """Per-pair reference written from the paper, in plain Python floats."""
-
-    def dist(row):
-        z = [float(v) for v in row[:k]]
-        m = max(z)
-        e = [math.exp(v - m) for v in z]
-        s = sum(e)
-        return [v / s for v in e]
-
-    def terms(p):
-        s = -sum(v * math.log(v) for v in p if v > 0) / math.log(k)
-        top = max(range(k), key=lambda i: (p[i], -i))
-        return s, abs(float(top == y) - p[top]), top
-
-    s0, c0, t0 = terms(dist(lc))
-    s1, c1, t1 = terms(dist(lx))
-    ds, dc = s1 - s0, c1 - c0
-    r = -dc - max(dc, 0) * max(-ds, 0) - max(ds, 0) * max(-dc, 0)
-    return ds, dc, r, t1 == y, t1 == t0, t0 == y
+from benchc.metrics.reference import per_pair_reference
 
 
 def _random_grid(rng, n=12, d=3, n_sev=5, k_max=5):
@@ -66,7 +44,7 @@ def test_grid_matches_per_pair_reference():
     for i in range(n):
         for j in range(d):
             for s in range(n_sev):
-                ref[i, j, s] = _ref_pair(lc[i], lx[i, j, s], int(k[i]), int(y[i]))
+                ref[i, j, s] = per_pair_reference(lc[i], lx[i, j, s], int(y[i]), int(k[i]))
     np.testing.assert_allclose(g.d_s, ref[..., 0], atol=2e-6)
     np.testing.assert_allclose(g.d_c, ref[..., 1], atol=2e-6)
     np.testing.assert_allclose(g.ras, ref[..., 2], atol=4e-6)
