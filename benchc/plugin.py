@@ -133,6 +133,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="add corruption x severity x sample drill-down cases",
     )
+    add(
+        "--region-locator",
+        dest="benchc_region_locator",
+        default="none",
+        metavar="NAME",
+        help="VSI region for samples without one: none (blur the whole image), foreground, "
+        "or module:callable",
+    )
     add("--benchc-degrade", dest="benchc_degrade", default=None, help=argparse.SUPPRESS)
 
 

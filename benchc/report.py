@@ -86,7 +86,9 @@ def load_run(run_dir: Path) -> StoredRun:
         grid = compute_grid(
             clean, cube, samples["answers"], samples["n_options"], corruptions=tuple(corruptions)
         )
-    vsi_path = run_dir / "vsi-region-blur.npz"
+    # "vsi-region-blur.npz", or "vsi-region-blur.<locator>.npz" under --region-locator
+    vsi_paths = sorted(run_dir.glob("vsi-region-blur*.npz"), key=lambda p: len(p.name))
+    vsi_path = vsi_paths[0] if vsi_paths else run_dir / "vsi-region-blur.npz"
     return StoredRun(
         path=run_dir,
         manifest=manifest,
@@ -158,6 +160,8 @@ def summary_lines(run: StoredRun, thresholds_dir: Path | None = None) -> list[st
             f"{float(np.mean(vsi < spec.VSI_INSENSITIVE)):.4f}",
             f"  median VSI            {float(np.median(vsi)):.5f}",
             f"  argmax change rate    {float(np.mean(changed)):.4f}",
+            f"  regions located      {int(run.vsi['located'].sum()) if 'located' in run.vsi else 0}"
+            f" of {len(vsi)}",
             f"  whole-image fallbacks {int(run.vsi['fallback'].sum())} of {len(vsi)}",
         ]
     if thresholds_dir is not None and g is not None:

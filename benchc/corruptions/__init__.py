@@ -14,13 +14,17 @@ from benchc.corruptions.engine import (
     corrupt_array,
     library_version,
 )
+from benchc.corruptions.locate import LOCATORS, ForegroundLocator, RegionLocator, resolve_locator
 from benchc.corruptions.seeding import derive_seed
 from benchc.corruptions.vsi import region_blur, region_mask, scale_region, whole_blur
 
 __all__ = [
     "ENGINE_VERSION",
+    "LOCATORS",
     "CacheKey",
     "CorruptionCache",
+    "ForegroundLocator",
+    "RegionLocator",
     "content_hash",
     "corrupt",
     "corrupt_array",
@@ -32,6 +36,7 @@ __all__ = [
     "prefill",
     "region_blur",
     "region_mask",
+    "resolve_locator",
     "scale_region",
     "shutdown_pools",
     "whole_blur",

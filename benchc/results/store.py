@@ -39,7 +39,8 @@ class StoreError(RuntimeError):
     """A stored entry is unreadable or inconsistent with what the run expects."""
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
+    """``text`` reduced to characters valid in result and run names."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:48] or "x"
 
 
@@ -71,7 +72,7 @@ class RunKey:
 
     def dirname(self) -> str:
         """Readable and unique: ``<model>/<dataset>-<digest12>``."""
-        return f"{_slug(self.model_name)}/{_slug(self.dataset_name)}-{self.digest()[:12]}"
+        return f"{slug(self.model_name)}/{slug(self.dataset_name)}-{self.digest()[:12]}"
 
 
 def _check_name(name: str) -> str:

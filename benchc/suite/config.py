@@ -87,6 +87,8 @@ class SuiteConfig:
     thresholds_dir: Path = Path("thresholds")
     report: Path | None = None
     per_sample: bool = False
+    #: VSI region for samples without an annotation (SPEC 5): a locator name or "module:attr".
+    region_locator: str = "none"
     degrade: dict[str, float] = field(default_factory=dict)
     worker_id: str | None = None
 
@@ -137,6 +139,13 @@ class SuiteConfig:
         batch_size = get("benchc_batch_size")
         if batch_size is not None and batch_size < 1:
             raise ConfigError(f"--batch-size must be >= 1, got {batch_size}")
+        region_locator = get("benchc_region_locator") or "none"
+        from benchc.corruptions.locate import resolve_locator
+
+        try:
+            resolve_locator(region_locator)
+        except ValueError as exc:
+            raise ConfigError(f"--region-locator: {exc}") from None
         model = get("benchc_model") or DEFAULT_MODEL
         dataset = get("benchc_dataset") or DEFAULT_DATASET
         return cls(
@@ -156,6 +165,7 @@ class SuiteConfig:
             thresholds_dir=path("benchc_thresholds_dir") or rootdir / "thresholds",
             report=path("benchc_report"),
             per_sample=bool(get("benchc_per_sample")),
+            region_locator=region_locator,
             degrade=parse_degrade(get("benchc_degrade")),
             worker_id=worker_id,
         )

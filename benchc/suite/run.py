@@ -23,6 +23,7 @@ from benchc.corruptions import (
     iter_materialize,
     library_version,
     region_blur,
+    resolve_locator,
     scale_region,
     whole_blur,
 )
@@ -31,7 +32,7 @@ from benchc.data.sample import Dataset
 from benchc.metrics import GridMetrics, compute_grid
 from benchc.models.base import Backend, Query
 from benchc.models.collate import score
-from benchc.results import ResultStore, RunKey
+from benchc.results import ResultStore, RunKey, slug
 from benchc.suite.config import SuiteConfig
 
 #: Stored name of the per-sample table (ids, answers, option counts).
@@ -75,6 +76,9 @@ class SuiteRun:
             dataset_name=dataset.name,
         )
         self.store = ResultStore(cfg.results_dir, self.key)
+        self.locator = resolve_locator(cfg.region_locator)
+        #: The VSI arrays depend on the locator, the cells do not: only VSI's stored name has it.
+        self.vsi_name = VSI if cfg.region_locator == "none" else f"{VSI}.{slug(cfg.region_locator)}"
         self.k_max = int(dataset.n_options.max())
         self._grids: dict[tuple[str, ...], GridMetrics] = {}  # metrics are pure: memoise
         self._prefetcher: threading.Thread | None = None
@@ -231,7 +235,7 @@ class SuiteRun:
         def compute(start: int, stop: int) -> dict[str, np.ndarray]:
             return compute_vsi_batch(self, start, stop)
 
-        return self.store.get_or_compute(VSI, n, self.chunk_rows, compute)
+        return self.store.get_or_compute(self.vsi_name, n, self.chunk_rows, compute)
 
     def prepared(self, start: int, stop: int) -> list[np.ndarray]:
         """Clean images at the run's image size (what the corruptions start from)."""
@@ -240,22 +244,25 @@ class SuiteRun:
             for i in range(start, stop)
         ]
 
-    def blurred(self, start: int, stop: int) -> tuple[list[np.ndarray], np.ndarray]:
-        """Region-blurred images (SPEC 5) and a bool array marking whole-image fallbacks."""
-        images, fallback = [], np.zeros(stop - start, dtype=bool)
+    def blurred(self, start: int, stop: int) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+        """Region-blurred images (SPEC 5), and bool arrays marking regions found by the locator
+        and whole-image fallbacks (no annotation and no located region)."""
+        n = stop - start
+        images, located, fallback = [], np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         for offset, (i, array) in enumerate(
             zip(range(start, stop), self.prepared(start, stop), strict=True)
         ):
-            sample = self.dataset[i]
-            region = sample.region
+            region, src = self.dataset[i].region, self._pil[i].size
+            if region is None and self.locator is not None:
+                region = self.locator(self._pil[i])
+                located[offset] = region is not None
             if region is None:
                 images.append(whole_blur(array, spec.VSI_SIGMA))
                 fallback[offset] = True
                 continue
-            src = self._pil[i].size
             dst = (array.shape[1], array.shape[0])
             images.append(region_blur(array, scale_region(region, src, dst), sigma=spec.VSI_SIGMA))
-        return images, fallback
+        return images, located, fallback
 
 
 def default_corruption_workers(worker_id: str | None) -> int:

@@ -28,13 +28,14 @@ class VSIUnavailable(RuntimeError):
 
 
 def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndarray]:
-    """Rows ``start:stop``: ``vsi``, ``vsi_top50``, ``top1_clean``/``top1_blur``, ``fallback``
-    (whole-image blur because the sample has no region), ``features_clean``/``features_blur``."""
+    """Rows ``start:stop``: ``vsi``, ``vsi_top50``, ``top1_clean``/``top1_blur``, ``located``
+    (region from the locator), ``fallback`` (whole-image blur: no annotation and no located
+    region), ``features_clean``/``features_blur``."""
     backend = run.backend
     if not backend.white_box:
         raise VSIUnavailable(f"{backend.name}: VSI needs white-box next-token distributions")
     clean = run.prepared(start, stop)
-    blurred, fallback = run.blurred(start, stop)
+    blurred, located, fallback = run.blurred(start, stop)
     outs = []
     for images in (clean, blurred):
         queries = run._queries(images, start)
@@ -54,6 +55,7 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
         "vsi_top50": vsi_topk(c.top_ids, c.top_logprobs, b.top_ids, b.top_logprobs),
         "top1_clean": np.argmax(c.logprobs, axis=1).astype(np.int64),
         "top1_blur": np.argmax(b.logprobs, axis=1).astype(np.int64),
+        "located": located,
         "fallback": fallback,
         "features_clean": np.asarray(features[0], dtype=np.float32),
         "features_blur": np.asarray(features[1], dtype=np.float32),
@@ -78,6 +80,8 @@ def vsi_payload(arrays: dict[str, np.ndarray], figure: str, *, run: SuiteRun) ->
     info = {
         **run_info(run),
         "n": int(vsi.size),
+        "region_locator": run.cfg.region_locator,
+        "regions_located": int(arrays["located"].sum()) if "located" in arrays else 0,
         "region_fallbacks": int(arrays["fallback"].sum()),
         "median_vsi": round(float(np.median(vsi)), 6),
         "n_low_vsi": int(low.sum()),

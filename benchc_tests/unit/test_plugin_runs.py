@@ -175,6 +175,38 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
     result.assert_outcomes(passed=2 * 10)
 
 
+def test_region_locator_replaces_the_whole_image_fallback(
+    project, model_dir, small_dataset, corruption_cache, tmp_path
+):
+    """Samples without a region: whole-image blur by default, the located box with
+    ``--region-locator=foreground``; the VSI arrays of each are stored apart."""
+    from dataclasses import replace
+
+    from benchc.data import load_dataset, save_jsonl
+
+    unannotated = tmp_path / "unannotated"
+    samples = list(load_dataset(small_dataset))
+    stripped = [
+        replace(s, meta={k: v for k, v in s.meta.items() if k != "region"}) for s in samples
+    ]
+    save_jsonl(stripped, unannotated)
+    root = project.path
+    args = [*_args(model_dir, unannotated, corruption_cache, root), "-k", "test_vsi"]
+    for locator in ("none", "foreground"):
+        result = project.runpytest_inprocess(
+            *args, f"--region-locator={locator}", "--snapshot-update"
+        )
+        result.assert_outcomes(passed=2)
+    (run_dir,) = (root / "results").glob("*/*")
+    whole = load_npz(run_dir / "vsi-region-blur.npz")
+    located = load_npz(run_dir / "vsi-region-blur.foreground.npz")
+    assert whole["fallback"].all() and not whole["located"].any()
+    # every synthetic image has content on a plain background except the charts (axes span it)
+    assert located["located"].sum() >= 8 and not (located["located"] & located["fallback"]).any()
+    # blurring only the content moves the answer distribution less than blurring everything
+    assert np.median(located["vsi"]) <= np.median(whole["vsi"])
+
+
 def test_degraded_model_fails_then_update_passes(
     project, model_dir, small_dataset, corruption_cache
 ):
