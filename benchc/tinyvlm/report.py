@@ -18,7 +18,15 @@ from benchc.data import synthetic
 from benchc.spec import SEVERITIES
 from benchc.tinyvlm.train import EVAL_SEED, evaluate
 
-CURVES = ("gaussian_blur", "gaussian_noise", "defocus_blur", "pixelate")
+CURVES = (
+    "gaussian_blur",
+    "defocus_blur",
+    "gaussian_noise",
+    "shot_noise",
+    "impulse_noise",
+    "speckle_noise",
+    "pixelate",
+)
 
 
 def checkpoint_bytes(model_dir: str | Path) -> int:

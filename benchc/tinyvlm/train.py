@@ -59,7 +59,7 @@ N_VALUE_CLASSES = _N_WORDS + _N_NUMBERS + _N_CHART + len(synthetic.COLOURS)
 class TrainConfig:
     """Training schedule. ``steps`` batches of ``batch`` fresh samples; no sample is repeated."""
 
-    steps: int = 3000
+    steps: int = 2400
     batch: int = 64
     fixed_order_frac: float = 0.15
     lr: float = 2e-3
@@ -75,7 +75,7 @@ class TrainConfig:
     eval_n: int = 240
     #: Weight of the option-line heads (is this option correct; which letter is this line), read
     #: at the newline ending each option line; 0 disables them.
-    option_weight: float = 0.0
+    option_weight: float = 1.0
 
 
 TRAIN_FULL = TrainConfig()
@@ -92,7 +92,7 @@ TRAIN_MINIATURE = replace(
 TRAIN_PRESETS = {
     "full": TRAIN_FULL,
     "miniature": TRAIN_MINIATURE,
-    "full-v2": replace(TRAIN_FULL, option_weight=1.0),
+    "full-v1": replace(TRAIN_FULL, steps=3000, option_weight=0.0),
 }
 
 
