@@ -86,10 +86,16 @@ def _offline() -> bool:
 def folder_hash(path: Path) -> str:
     """SHA-256 over every file's relative name, size and content (sampled for huge files).
 
-    Files up to a 512 MiB total are hashed in full; above that, each file contributes its first
+    Markdown (model cards, build reports) is skipped: it cannot change a single output, and a
+    fixed typo should not invalidate every stored result. Files up to a 512 MiB total are
+    hashed in full; above that, each file contributes its first
     and last MiB, which still changes with any retrained or re-quantised weights in practice.
     """
-    files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+    files = sorted(
+        p
+        for p in path.rglob("*")
+        if p.is_file() and not p.name.startswith(".") and p.suffix.lower() != ".md"
+    )
     total = sum(p.stat().st_size for p in files)
     digest = hashlib.sha256()
     for p in files:

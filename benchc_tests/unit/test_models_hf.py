@@ -171,9 +171,11 @@ def test_fingerprint_and_name(backend) -> None:
     assert slug("Qwen/Qwen2.5-VL-7B-Instruct") == "qwen--qwen2.5-vl-7b-instruct"
 
 
-def test_folder_hash_changes_with_any_file(tmp_path) -> None:
+def test_folder_hash_changes_with_any_file_but_docs(tmp_path) -> None:
     (tmp_path / "a.json").write_text("{}")
     before = folder_hash(tmp_path)
+    assert folder_hash(tmp_path) == before
+    (tmp_path / "README.md").write_text("# model card")  # docs do not change any output
     assert folder_hash(tmp_path) == before
     (tmp_path / "a.json").write_text("{ }")
     assert folder_hash(tmp_path) != before
