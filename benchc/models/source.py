@@ -88,8 +88,8 @@ def folder_hash(path: Path) -> str:
 
     Markdown (model cards, build reports) is skipped: it cannot change a single output, and a
     fixed typo should not invalidate every stored result. Files up to a 512 MiB total are
-    hashed in full; above that, each file contributes its first
-    and last MiB, which still changes with any retrained or re-quantised weights in practice.
+    hashed in full; above that, each file contributes its first and last MiB, which still
+    changes with any retrained or re-quantised weights in practice.
     """
     files = sorted(
         p
