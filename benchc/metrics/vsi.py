@@ -143,11 +143,17 @@ class ProbeResult:
 
 
 def probe_accuracy(
-    features_clean: np.ndarray, features_perturbed: np.ndarray, n_splits: int = 5
+    features_clean: np.ndarray,
+    features_perturbed: np.ndarray,
+    n_splits: int = 5,
+    *,
+    image_ids: np.ndarray | None = None,
 ) -> ProbeResult:
     """L2 logistic regression (C = 1) on l2-normalised features, clean (0) vs perturbed (1),
     ``n_splits``-fold cross-validation grouped by image so both views share a fold (SPEC 5).
 
+    ``image_ids`` (one per row) groups repeated rows too, as a bootstrap resample has them: a
+    copy of a training image in the test fold would let the probe recall it, not generalise.
     Deterministic: GroupKFold without shuffling and lbfgs need no random state.
     """
     fc = np.asarray(features_clean, dtype=np.float64)
@@ -157,15 +163,20 @@ def probe_accuracy(
             f"probe features must both be (N, F) with equal shapes, got {fc.shape} and {fp.shape}"
         )
     n = fc.shape[0]
-    if n < n_splits:
-        raise ValueError(f"probe: {n} images cannot fill {n_splits} grouped folds")
+    ids = np.arange(n) if image_ids is None else np.asarray(image_ids)
+    if ids.shape != (n,):
+        raise ValueError(f"image_ids must be ({n},), got {ids.shape}")
+    if np.unique(ids).size < n_splits:
+        raise ValueError(
+            f"probe: {np.unique(ids).size} distinct images cannot fill {n_splits} grouped folds"
+        )
     for arr, nm in ((fc, "features_clean"), (fp, "features_perturbed")):
         bad = np.argwhere(~np.isfinite(arr))
         if bad.size:
             raise ValueError(f"{nm}[{int(bad[0][0])}]: feature vector has non-finite values")
     x = normalize(np.concatenate([fc, fp]))
     y = np.repeat([0, 1], n)
-    groups = np.tile(np.arange(n), 2)
+    groups = np.tile(ids, 2)
     clf = LogisticRegression(C=1.0, max_iter=1000)
     folds = cross_val_score(clf, x, y, groups=groups, cv=GroupKFold(n_splits=n_splits))
     return ProbeResult(float(np.mean(folds)), folds)
@@ -189,18 +200,26 @@ def encoder_llm_gap(
     top1_perturbed: np.ndarray,
     threshold: float = VSI_INSENSITIVE,
     n_splits: int = 5,
+    *,
+    image_ids: np.ndarray | None = None,
 ) -> GapResult:
     """Probe accuracy minus argmax change rate, both on the samples with VSI < threshold.
 
-    Undefined (NaN gap, no probe) when the subset is too small for ``n_splits`` folds.
+    ``image_ids`` marks repeated rows (bootstrap resamples) for the probe's grouped folds.
+    Undefined (NaN gap, no probe) when the subset has too few distinct images for
+    ``n_splits`` folds.
     """
     v = np.asarray(vsi, dtype=np.float64)
     low = v < threshold
     n = int(low.sum())
     rate = argmax_change_rate(np.asarray(top1_clean)[low], np.asarray(top1_perturbed)[low])
-    if n < n_splits:
+    ids = np.arange(v.size) if image_ids is None else np.asarray(image_ids)
+    if np.unique(ids[low]).size < n_splits:
         return GapResult(n, None, rate, float("nan"))
     probe = probe_accuracy(
-        np.asarray(features_clean)[low], np.asarray(features_perturbed)[low], n_splits
+        np.asarray(features_clean)[low],
+        np.asarray(features_perturbed)[low],
+        n_splits,
+        image_ids=ids[low],
     )
     return GapResult(n, probe, rate, probe.accuracy - rate)

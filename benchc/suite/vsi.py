@@ -7,7 +7,6 @@ full next-token distributions of a real model (150k-token vocabularies) would no
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,7 +16,7 @@ from benchc.gates import DEFAULT_MODEL_RULES, Figure, Payload
 from benchc.metrics.stats import bootstrap_se
 from benchc.metrics.vsi import encoder_llm_gap, insensitive_fraction, vsi_full, vsi_topk
 from benchc.models.collate import score
-from benchc.suite.figures import N_BOOT, VSI_FIGURES, rules_for
+from benchc.suite.figures import GAP_N_BOOT, N_BOOT, VSI_FIGURES, rules_for
 
 if TYPE_CHECKING:
     from benchc.suite.run import SuiteRun
@@ -66,9 +65,9 @@ def vsi_payload(arrays: dict[str, np.ndarray], figure: str, *, run: SuiteRun) ->
     """One VSI figure as a model-level payload.
 
     ``insensitive_fraction``: share with VSI < 0.05, bootstrap SE over samples.
-    ``gap``: own-tower probe accuracy minus argmax change rate on the low-VSI subset. Its SE is
-    analytic (probe fold variance / k plus the binomial variance of the change rate): a
-    bootstrap would refit five probes per replicate and duplicate images across folds.
+    ``gap``: own-tower probe accuracy minus argmax change rate on the low-VSI subset, with a
+    bootstrap SE over samples (SPEC 6) of :data:`GAP_N_BOOT` replicates; each replicate refits
+    the probe with repeated images grouped into one fold.
     """
     from benchc.suite.cases import run_info
 
@@ -94,23 +93,24 @@ def vsi_payload(arrays: dict[str, np.ndarray], figure: str, *, run: SuiteRun) ->
         fig = Figure(value, float(se), "insensitive")
         per_sample = {"insensitive": low.astype(np.float64)}
     else:
-        gap = encoder_llm_gap(
-            vsi,
-            arrays["features_clean"],
-            arrays["features_blur"],
-            arrays["top1_clean"],
-            arrays["top1_blur"],
-        )
-        if gap.probe is None:
-            se = float("nan")
-        else:
-            k = len(gap.probe.fold_accuracies)
-            r = gap.change_rate
-            se = math.sqrt(gap.probe.fold_std**2 / k + r * (1 - r) / max(gap.n, 1))
+        gap_arrays = [
+            arrays[k] for k in ("features_clean", "features_blur", "top1_clean", "top1_blur")
+        ]
+        gap = encoder_llm_gap(vsi, *gap_arrays)
+        se = float("nan")
+        if gap.probe is not None:
+            se = bootstrap_se(
+                lambda rows: (
+                    encoder_llm_gap(vsi[rows], *(a[rows] for a in gap_arrays), image_ids=rows).gap
+                ),
+                vsi.size,
+                seed=run.cfg.seed,
+                n_boot=GAP_N_BOOT,
+            )
             info["probe_accuracy"] = round(gap.probe.accuracy, 6)
         info["argmax_change_rate"] = round(gap.change_rate, 6) if gap.n else None
         # A sample whose argmax stopped changing widens the gap: inverted per-sample direction.
-        fig = Figure(gap.gap, se, "-argmax_changed")
+        fig = Figure(gap.gap, float(se), "-argmax_changed")
         per_sample = {"argmax_changed": changed}
     return Payload(
         scope=f"vsi:{figure}",

@@ -134,6 +134,36 @@ def test_encoder_llm_gap_uses_the_low_vsi_subset_only():
     assert small.probe is None and np.isnan(small.gap)
 
 
+def test_repeated_images_share_a_fold_so_the_probe_cannot_recall_them():
+    """A bootstrap resample repeats images. Each image here is perturbed in its own random
+    direction, so no linear rule generalises across images (chance, ~0.5); a copy of a training
+    image in the test fold would be recalled. ``image_ids`` keeps the copies together."""
+    rng = np.random.default_rng(3)
+    n, f = 24, 64
+    clean = rng.normal(size=(n, f))
+    pert = clean + rng.normal(size=(n, f)) * 2.0
+    rows = np.repeat(np.arange(n), 4)  # every image four times
+    grouped = probe_accuracy(clean[rows], pert[rows], image_ids=rows)
+    leaky = probe_accuracy(clean[rows], pert[rows])  # copies treated as distinct images
+    assert grouped.accuracy < 0.65 < leaky.accuracy
+    with pytest.raises(ValueError, match="4 distinct images cannot fill 5"):
+        probe_accuracy(clean[:8], pert[:8], image_ids=np.arange(8) % 4)
+    with pytest.raises(ValueError, match=r"image_ids must be \(8,\)"):
+        probe_accuracy(clean[:8], pert[:8], image_ids=np.arange(7))
+
+
+def test_gap_counts_distinct_images_for_its_folds():
+    rng = np.random.default_rng(4)
+    clean, pert = _views(rng, 12, 6, 4.0)
+    vsi, top = np.zeros(12), np.zeros(12, int)
+    rows = np.r_[np.zeros(8, int), np.arange(1, 5)]  # 12 rows, 5 distinct images
+    ok = encoder_llm_gap(vsi, clean[rows], pert[rows], top, top, image_ids=rows)
+    assert ok.probe is not None and ok.n == 12
+    rows = np.r_[np.zeros(9, int), np.arange(1, 4)]  # 12 rows, 4 distinct images
+    few = encoder_llm_gap(vsi, clean[rows], pert[rows], top, top, image_ids=rows)
+    assert few.probe is None and np.isnan(few.gap)
+
+
 def test_chunked_vsi_equals_unchunked_and_names_the_global_row():
     rng = np.random.default_rng(3)
     a = log_softmax(rng.normal(size=(10, 50)), axis=1)
