@@ -164,6 +164,27 @@ def test_gap_counts_distinct_images_for_its_folds():
     assert few.probe is None and np.isnan(few.gap)
 
 
+def test_gap_bootstrap_se_is_seeded_memoised_and_tracks_the_data(monkeypatch):
+    import benchc.suite.vsi as suite_vsi
+
+    rng = np.random.default_rng(5)
+    clean, pert = _views(rng, 30, 6, 1.0)
+    vsi = np.full(30, 0.01)
+    top_c, top_p = np.zeros(30, int), (rng.random(30) < 0.3).astype(int)
+    arrays = [clean, pert, top_c, top_p]
+    se = suite_vsi.gap_bootstrap_se(vsi, arrays, seed=0, n_boot=40)
+    assert 0 < se < 0.5
+    calls = []
+    monkeypatch.setattr(suite_vsi, "bootstrap_se", lambda *a, **k: calls.append(1) or 9.0)
+    assert suite_vsi.gap_bootstrap_se(vsi, arrays, seed=0, n_boot=40) == se  # memoised
+    assert not calls
+    assert suite_vsi.gap_bootstrap_se(vsi, arrays, seed=1, n_boot=40) == 9.0  # new seed: new SE
+    top_p2 = top_p.copy()
+    top_p2[0] ^= 1
+    assert suite_vsi.gap_bootstrap_se(vsi, [clean, pert, top_c, top_p2], seed=0, n_boot=40) == 9.0
+    assert len(calls) == 2
+
+
 def test_chunked_vsi_equals_unchunked_and_names_the_global_row():
     rng = np.random.default_rng(3)
     a = log_softmax(rng.normal(size=(10, 50)), axis=1)
