@@ -15,10 +15,10 @@ import benchc.corruptions
 import benchc.metrics.vsi
 import benchc.models.hf
 import benchc.suite.session  # noqa: F401
+from benchc_tests.unit.suite_project import make_suite_project
 
 pytest_plugins = ["pytester"]
 
-SUITE = Path(__file__).resolve().parents[1] / "suite"
 OPTIONS = (
     "--model", "--revision", "--trust-remote-code", "--dataset", "--corruptions",
     "--severities", "--image-size", "--batch-size", "--device", "--dtype", "--seed",
@@ -39,11 +39,7 @@ def small_dataset(tmp_path_factory) -> Path:
 @pytest.fixture
 def suite_dir(pytester: pytest.Pytester) -> pytest.Pytester:
     """A project laid out like this repository: root conftest + the suite's case files."""
-    pytester.makeconftest('pytest_plugins = ["benchc.plugin"]\n')
-    target = pytester.mkpydir("suite")
-    for path in SUITE.glob("test_*.py"):
-        (target / path.name).write_text(path.read_text())
-    return pytester
+    return make_suite_project(pytester)
 
 
 def test_options_group_and_single_registration(suite_dir):

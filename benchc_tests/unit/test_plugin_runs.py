@@ -24,11 +24,11 @@ import benchc.metrics.vsi
 import benchc.models.hf
 import benchc.suite.session  # noqa: F401
 from benchc.results import load_npz
+from benchc_tests.unit.suite_project import make_suite_project
 
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[2]
-SUITE = REPO / "benchc_tests" / "suite"
 EMBEDDED_MODEL = REPO / "fixtures" / "tiny-vlm"
 
 
@@ -87,11 +87,7 @@ def corruption_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest('pytest_plugins = ["benchc.plugin"]\n')
-    target = pytester.mkpydir("suite")
-    for path in SUITE.glob("test_*.py"):
-        (target / path.name).write_text(path.read_text())
-    return pytester
+    return make_suite_project(pytester)
 
 
 def _args(model: Path, data: Path, cache: Path, root: Path, results: str = "results") -> list[str]:

@@ -45,19 +45,19 @@ ANSWERS = np.array([0, 0, 1, 0, 1, 2])
 CLEAN = np.array([[0, 0, 0, 0, 1, 1], [0, 1, 1, 0, 1, 2]])
 
 
+def _select(top1=None, **overrides):
+    """The toy selection (two selectors, six samples), with any argument replaced."""
+    kwargs = dict(
+        ids=IDS, categories=CATS, answers=ANSWERS, clean_top1=CLEAN, selector_names=["m0", "m1"]
+    )
+    kwargs.update(overrides)
+    top1 = _fake_top1() if top1 is None else top1
+    return run_selection(top1, np.full(6, 4), EMB, EMB, **kwargs)
+
+
 @pytest.fixture(scope="module")
 def run():
-    return run_selection(
-        _fake_top1(),
-        np.full(6, 4),
-        EMB,
-        EMB,
-        ids=IDS,
-        categories=CATS,
-        answers=ANSWERS,
-        clean_top1=CLEAN,
-        selector_names=["m0", "m1"],
-    )
+    return _select()
 
 
 def test_kappa_and_eligibility(run):
@@ -109,43 +109,13 @@ def test_report(run):
 
 
 def test_single_selector_has_no_loso():
-    r = run_selection(
-        _fake_top1()[:1],
-        np.full(6, 4),
-        EMB,
-        EMB,
-        ids=IDS,
-        categories=CATS,
-        answers=ANSWERS,
-        clean_top1=CLEAN[:1],
-        selector_names=["m0"],
-    )
+    r = _select(_fake_top1()[:1], clean_top1=CLEAN[:1], selector_names=["m0"])
     assert r.loso is None
     assert r.selection.eligible.tolist() == [True, False, True, True, True, True]
 
 
 def test_shape_errors():
     with pytest.raises(ValueError, match="selector names"):
-        run_selection(
-            _fake_top1(),
-            np.full(6, 4),
-            EMB,
-            EMB,
-            ids=IDS,
-            categories=CATS,
-            answers=ANSWERS,
-            clean_top1=CLEAN,
-            selector_names=["m0"],
-        )
+        _select(selector_names=["m0"])
     with pytest.raises(ValueError, match="clean_top1"):
-        run_selection(
-            _fake_top1(),
-            np.full(6, 4),
-            EMB,
-            EMB,
-            ids=IDS,
-            categories=CATS,
-            answers=ANSWERS,
-            clean_top1=CLEAN[:1],
-            selector_names=["m0", "m1"],
-        )
+        _select(clean_top1=CLEAN[:1])
