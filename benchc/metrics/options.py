@@ -30,6 +30,10 @@ __all__ = [
 ]
 
 
+#: The largest finite float32: larger float64 logits would become inf, then NaN probabilities.
+F32_MAX = float(np.finfo(np.float32).max)
+
+
 def _where(idx: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(int(i)) for i in idx) + "]"
 
@@ -69,7 +73,8 @@ def validate_option_logits(
     """Check an (N, ..., K_max) option-logit array and return the per-sample K as int64 (N,).
 
     Raises ``ValueError`` naming the first offending index for: wrong rank, K < 2 or K > 26,
-    non-finite logits inside a sample's K options, or non-NaN values in its padding. ``skip``
+    non-finite logits inside a sample's K options, finite float64 logits beyond the float32
+    range, or non-NaN values in its padding. ``skip``
     (shape of ``logits`` without the option axis) marks entries (invalid pairs) left unchecked.
     """
     logits = np.asarray(logits)
@@ -79,6 +84,16 @@ def validate_option_logits(
         )
     if not np.issubdtype(logits.dtype, np.floating):
         raise ValueError(f"{name}: option logits must be floating point, got dtype {logits.dtype}")
+    if logits.dtype.itemsize > 4:  # the softmax runs in float32 (SPEC 2)
+        big = np.abs(np.nan_to_num(logits, nan=0.0, posinf=0.0, neginf=0.0)) > F32_MAX
+        if skip is not None:
+            big &= ~np.asarray(skip, dtype=bool)[..., None]
+        if big.any():
+            idx = tuple(np.argwhere(big)[0])
+            raise ValueError(
+                f"{name}{_where(idx)}: option logit {float(logits[idx])!r} is beyond the float32 "
+                f"range (|x| <= {F32_MAX:.4g}) the option softmax is computed in"
+            )
     n, k_max = logits.shape[0], logits.shape[-1]
     if n_options is None:
         n_options = infer_n_options(

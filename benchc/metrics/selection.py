@@ -25,12 +25,9 @@ __all__ = [
 ]
 
 
-def gini_dispersion(top1: np.ndarray, n_options: np.ndarray) -> np.ndarray:
-    """Normalised Gini impurity G (Eq. 1) of each severity trajectory (axis -1) of top-1 answers.
-
-    ``top1`` (..., L) int in [0, K); ``n_options`` broadcastable to ``top1.shape[:-1]``.
-    G = K/(K-1) (1 - sum_k pi_k^2) in [0, 1]; 0 iff every severity gives the same answer.
-    """
+def _agreements(top1: np.ndarray, n_options: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validated ``(agree, k)``: ``agree`` = sum_k count_k^2 (int) of each trajectory, i.e. the
+    number of ordered severity pairs that agree; ``k`` broadcast to ``top1.shape[:-1]``."""
     top1 = np.asarray(top1)
     if top1.ndim < 1 or top1.shape[-1] < 1:
         raise ValueError(f"top1: expected (..., L) with L >= 1, got shape {top1.shape}")
@@ -49,11 +46,20 @@ def gini_dispersion(top1: np.ndarray, n_options: np.ndarray) -> np.ndarray:
         raise ValueError(
             f"top1{list(idx)}: option index {int(top1[idx])} out of range for K={int(k[idx[:-1]])}"
         )
-    n_sev = top1.shape[-1]
-    # sum_k count_k^2 = number of ordered severity pairs (i, j) that agree.
-    agree = (top1[..., :, None] == top1[..., None, :]).sum(axis=(-1, -2))
-    kf = k.astype(np.float64)
-    g = kf / (kf - 1.0) * (1.0 - agree / float(n_sev * n_sev))
+    agree = (top1[..., :, None] == top1[..., None, :]).sum(axis=(-1, -2), dtype=np.int64)
+    return agree, k.astype(np.int64)
+
+
+def gini_dispersion(top1: np.ndarray, n_options: np.ndarray) -> np.ndarray:
+    """Normalised Gini impurity G (Eq. 1) of each severity trajectory (axis -1) of top-1 answers.
+
+    ``top1`` (..., L) int in [0, K); ``n_options`` broadcastable to ``top1.shape[:-1]``.
+    G = K/(K-1) (1 - sum_k pi_k^2) in [0, 1]; 0 iff every severity gives the same answer.
+    """
+    agree, k = _agreements(top1, n_options)
+    n_sev = np.asarray(top1).shape[-1]
+    # one division of exact integers: equal impurities give bit-equal floats
+    g = (k * (n_sev * n_sev - agree)) / ((k - 1) * n_sev * n_sev)
     return np.clip(g, 0.0, 1.0)
 
 
@@ -69,8 +75,23 @@ def selector_dispersion(top1: np.ndarray, n_options: np.ndarray) -> np.ndarray:
 
 
 def kappa(top1: np.ndarray, n_options: np.ndarray) -> np.ndarray:
-    """Corruption-responsiveness kappa (Eq. 2): G averaged over corruptions and selectors, (Q,)."""
-    return selector_dispersion(top1, n_options).mean(axis=0)
+    """Corruption-responsiveness kappa (Eq. 2): G averaged over corruptions and selectors, (Q,).
+
+    Computed from integer counts, K sum_{f,d} (L^2 - sum_k c_k^2) / ((K-1) F D L^2), with a
+    single float division: exactly tied kappas are bit-equal, so the first novelty pick and
+    ``e > mean`` (Eq. 6) never hinge on summation-order rounding.
+    """
+    top1 = np.asarray(top1)
+    if top1.ndim != 4:
+        raise ValueError(f"top1: expected (F, Q, D, L), got shape {top1.shape}")
+    k = np.asarray(n_options)
+    if k.shape != top1.shape[1:2]:
+        raise ValueError(f"n_options: expected shape ({top1.shape[1]},), got {k.shape}")
+    agree, kb = _agreements(top1, k[None, :, None])
+    f, _, d, n_sev = top1.shape
+    spread = (n_sev * n_sev - agree).sum(axis=(0, 2), dtype=np.int64)  # (Q,)
+    kq = kb[0, :, 0]
+    return (kq * spread) / ((kq - 1) * (f * d * n_sev * n_sev))
 
 
 def eligible(top1: np.ndarray, n_options: np.ndarray) -> np.ndarray:

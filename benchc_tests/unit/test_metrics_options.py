@@ -174,3 +174,11 @@ def test_low_option_mass_flag():
     assert low_option_mass(np.array([0.9, 0.5, 0.49, 0.0])).tolist() == [False, False, True, True]
     with pytest.raises(ValueError, match=r"option_mass\[1\]: nan"):
         low_option_mass(np.array([0.9, np.nan]))
+
+
+def test_float64_logits_beyond_float32_range_are_rejected():
+    logits = np.array([[0.0, 1e39, -1.0], [0.5, 0.1, 0.2]], dtype=np.float64)
+    with pytest.raises(ValueError, match=r"logits\[0, 1\].*beyond the float32 range"):
+        validate_option_logits(logits)
+    ok = np.array([[0.0, 3e38, -1.0]], dtype=np.float64)  # inside float32: accepted
+    assert validate_option_logits(ok).tolist() == [3]

@@ -68,6 +68,25 @@ def test_kappa_and_eligibility_require_every_selector():
     assert eligible(top1, k).tolist() == [False, True, False]
 
 
+def test_tied_kappas_are_bit_equal_whatever_the_corruption_order():
+    # The same five per-corruption trajectories in another corruption order: kappa is the same
+    # rational number, and summing G in floating point made the two differ by an ulp.
+    trajs = [[0, 0, 0, 0, 0], [0, 0, 0, 0, 1], [0, 0, 1, 1, 2]]
+    a, b = [2, 2, 1, 1, 0], [0, 2, 1, 2, 1]
+    top1 = np.array([[[trajs[i] for i in a], [trajs[i] for i in b]]], dtype=np.int64)
+    k = np.array([4, 4])
+    agree = (top1[..., :, None] == top1[..., None, :]).sum(axis=(-1, -2))
+    float_mean = (4 / 3 * (1.0 - agree / 25.0)).mean(axis=2).mean(axis=0)
+    assert float_mean[0] != float_mean[1]  # the rounding noise the integer form removes
+    kap = kappa(top1, k)
+    assert kap[0] == kap[1]
+    assert kap[0] == pytest.approx(4 / 3 * (2 * 16 + 2 * 8) / (5 * 25))
+    # the tie goes to the lowest index: the first novelty pick is sample 0
+    emb = np.array([[1.0, 0.0], [0.0, 1.0]])
+    s = select(top1, k, emb, emb)
+    assert s.order[0] == 0
+
+
 def test_greedy_novelty_by_hand():
     # three orthogonal-ish directions; first pick is the highest kappa (item 2) with nu = 1
     img = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.1], [0.7, 0.7]])
