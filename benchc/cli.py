@@ -14,6 +14,7 @@ from pathlib import Path
 
 def _report(argv: Sequence[str]) -> int:
     from benchc.report import write_report
+    from benchc.results import StoreError
 
     parser = argparse.ArgumentParser(
         prog="benchc report",
@@ -37,7 +38,15 @@ def _report(argv: Sequence[str]) -> int:
             parser.error(f"{path}: no benchc results folder (manifest.json) found")
         runs.extend(found)
     for run_dir in runs:
-        target = write_report(run_dir, args.out, thresholds_dir=args.thresholds_dir)
+        try:
+            target = write_report(run_dir, args.out, thresholds_dir=args.thresholds_dir)
+        except (StoreError, OSError, ValueError) as exc:  # a damaged store: one clear line
+            print(
+                f"benchc report: {run_dir}: cannot read this results folder: {exc}\n"
+                "  rerun the suite with the same --results-dir to recompute damaged entries",
+                file=sys.stderr,
+            )
+            return 1
         print((target / "summary.txt").read_text(), end="")
         print(f"-> {target}")
     return 0

@@ -2,9 +2,11 @@
 
 A key names everything the pixels depend on (image content, image size, corruption, severity,
 seed, sample id, engine and library versions), so a stale entry can never be hit and every model
-evaluated on the same data and image size reuses the same files. Files are lossless PNG written to
-a temp file in the same directory and renamed into place, so concurrent writers of one key (xdist
-workers, pool processes) only ever expose complete files.
+evaluated on the same data and image size reuses the same files. Files are lossless PNG written
+through :func:`benchc.fsutil.atomic_write`, so concurrent writers of one key (xdist workers, pool
+processes) only ever expose complete files; each carries the sha256 of its pixels in a PNG text
+chunk, so a file that decodes but holds other pixels (a damaged disk, a hand edit) is a miss and
+is recomputed instead of silently moving the model's logits.
 """
 
 from __future__ import annotations
@@ -12,14 +14,26 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+from PIL import Image, PngImagePlugin
+
+from benchc.fsutil import atomic_write
 
 from .engine import ENGINE_VERSION, library_version
+
+#: PNG text chunk holding the sha256 of the entry's pixels.
+CHECKSUM_CHUNK = "benchc-sha256"
+
+
+def pixel_digest(array: np.ndarray) -> str:
+    """sha256 of an (H, W, 3) uint8 array's shape and bytes."""
+    h = hashlib.sha256(repr(tuple(array.shape)).encode())
+    h.update(np.ascontiguousarray(array).tobytes())
+    return h.hexdigest()
+
 
 #: Environment variable that overrides the default cache root.
 CACHE_ENV = "BENCHC_CACHE_DIR"
@@ -83,29 +97,25 @@ class CorruptionCache:
                 im.load()
                 if im.mode != "RGB":
                     return None
+                recorded = im.info.get(CHECKSUM_CHUNK)
                 array = np.asarray(im, dtype=np.uint8)
         except (OSError, ValueError, SyntaxError):
             return None
         if shape is not None and array.shape != tuple(shape):
             return None
+        if recorded != pixel_digest(array):  # no checksum, or other pixels than were written
+            return None
         return array
 
     def put(self, key: CacheKey, array: np.ndarray) -> Path:
-        """Store ``array`` atomically (temp file in the same directory, then ``os.replace``)."""
+        """Store ``array`` with its pixel checksum, atomically."""
         if array.ndim != 3 or array.shape[2] != 3 or array.dtype != np.uint8:
             raise ValueError(f"cache entries are (H, W, 3) uint8; got {array.shape} {array.dtype}")
-        path = self.path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:12]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                Image.fromarray(array).save(f, format="PNG", compress_level=1)
-            os.chmod(tmp, 0o644)  # mkstemp makes 0600; the cache is shared
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
-        return path
+        info = PngImagePlugin.PngInfo()
+        info.add_text(CHECKSUM_CHUNK, pixel_digest(array))
+        image = Image.fromarray(array)
+        return atomic_write(
+            self.path(key),
+            lambda fh: image.save(fh, format="PNG", compress_level=1, pnginfo=info),
+            mode=0o644,  # the cache is shared
+        )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from syrupy.data import SnapshotCollections
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+from benchc.fsutil import slug as model_slug  # noqa: F401  (the one slug rule)
 from benchc.gates.payload import Payload, compare, report
 
 if TYPE_CHECKING:
@@ -115,12 +116,3 @@ def extension_for(root: str | Path, slug: str, *, update: bool) -> type[Threshol
         (ThresholdExtension,),
         {"root": str(root), "slug": slug, "update": update},
     )
-
-
-def model_slug(name: str) -> str:
-    """The thresholds folder name of a model: lower case, path and hub separators flattened."""
-    name = name.rstrip("/").replace("\\", "/")
-    slug = re.sub(r"[^a-z0-9_.\-]+", "-", name.lower().replace("/", "--")).strip("-.")
-    if not slug:
-        raise ValueError(f"model name {name!r} gives an empty thresholds slug")
-    return slug

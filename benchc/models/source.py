@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchc.fsutil import slug  # noqa: F401  (re-exported: model names use the one slug rule)
+
 #: Files whose full content is hashed when the total is small; larger weights are sampled.
 _FULL_HASH_LIMIT = 512 * 2**20
 _SAMPLE_BYTES = 2**20
@@ -110,12 +112,3 @@ def folder_hash(path: Path) -> str:
                 fh.seek(max(0, size - _SAMPLE_BYTES))
                 digest.update(fh.read(_SAMPLE_BYTES))
     return digest.hexdigest()
-
-
-def slug(text: str) -> str:
-    """A lowercase filesystem-safe name: ``"Qwen/Qwen2.5-VL-7B"`` -> ``"qwen--qwen2.5-vl-7b"``."""
-    s = text.strip().strip("/").replace("/", "--").lower()
-    s = re.sub(r"[^a-z0-9._-]+", "-", s).strip(".-")
-    if not s:
-        raise ValueError(f"cannot derive a model name from {text!r}")
-    return s

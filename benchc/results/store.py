@@ -3,45 +3,39 @@
 Why a store of its own: a 95-cell run on a real model takes hours, so every finished batch is
 persisted at once and a killed run picks up where it stopped. Files are ``.npz`` read with
 ``allow_pickle=False`` (no code execution from a results folder) and written to a temporary file
-renamed into place, so a reader never sees half a file. Under pytest-xdist several workers share
-one store; a per-condition lock file makes the second worker wait for the first instead of
-computing the same arrays twice.
+renamed into place, so a reader never sees half a file; each file carries a checksum of its
+arrays, so damaged content (a bit flip, a hand edit) is recomputed instead of trusted. Under
+pytest-xdist several workers share one store; a per-condition lock file makes the second worker
+wait for the first instead of computing the same arrays twice (see :mod:`benchc.results.lock`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
-import socket
-import tempfile
-import time
+import warnings
 import zipfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchc.fsutil import atomic_write, slug
+from benchc.results.lock import LOCK_TIMEOUT_S, FileLock, StoreError
+
 #: Arrays of one stored entry (a condition, or one batch of it).
 Arrays = dict[str, np.ndarray]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.\-]*$")
-#: How long a worker waits for another process's lock before giving up.
-LOCK_TIMEOUT_S = 6 * 3600.0
+#: The array in every stored ``.npz`` holding the sha256 of the others (see :func:`content_digest`).
+DIGEST_KEY = "__benchc_sha256__"
 
-
-class StoreError(RuntimeError):
-    """A stored entry is unreadable or inconsistent with what the run expects."""
-
-
-def slug(text: str) -> str:
-    """``text`` reduced to characters valid in result and run names."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:48] or "x"
+__all__ = ["LOCK_TIMEOUT_S", "Arrays", "ResultStore", "RunKey", "StoreError", "slug"]
 
 
 @dataclass(frozen=True)
@@ -91,48 +85,56 @@ def _check_arrays(arrays: Mapping[str, np.ndarray], what: str) -> Arrays:
     return out
 
 
+class StoreRepairWarning(UserWarning):
+    """A damaged stored entry was found and is being recomputed."""
+
+
+def content_digest(arrays: Mapping[str, np.ndarray]) -> str:
+    """sha256 over names, dtypes, shapes and bytes of ``arrays`` (in name order)."""
+    h = hashlib.sha256(b"benchc-npz-1")
+    for key in sorted(arrays):
+        arr = np.ascontiguousarray(arrays[key])
+        h.update(json.dumps([key, arr.dtype.str, list(arr.shape)]).encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()
+
+
 def atomic_save_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> Path:
-    """Write ``arrays`` to ``path`` as ``.npz`` via a temporary file in the same folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        # No fsync: the rename alone is atomic against a killed process, which is what resuming
-        # needs; an entry left unreadable by a power loss is recomputed (see get_or_compute).
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return path
+    """Write ``arrays`` and their checksum to ``path`` as ``.npz``, atomically."""
+    if DIGEST_KEY in arrays:
+        raise ValueError(f"{DIGEST_KEY!r} is reserved for the checksum")
+    payload = {**arrays, DIGEST_KEY: np.array(content_digest(arrays))}
+    return atomic_write(path, lambda fh: np.savez(fh, **payload))
 
 
 def load_npz(path: Path) -> Arrays:
-    """Read an ``.npz`` fully into memory, refusing pickled objects."""
+    """Read an ``.npz`` fully into memory, refusing pickled objects and damaged content.
+
+    Raises :class:`StoreError` naming the file when it is unreadable, has no checksum, or its
+    arrays do not match the checksum recorded when it was written.
+    """
     try:
         with np.load(path, allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
+            arrays = {k: npz[k] for k in npz.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise StoreError(f"unreadable result file {path}: {exc}") from exc
+    recorded = arrays.pop(DIGEST_KEY, None)
+    if recorded is None:
+        raise StoreError(f"damaged result file {path}: no checksum (not written by this benchc)")
+    if str(recorded) != content_digest(arrays):
+        raise StoreError(f"damaged result file {path}: content does not match its checksum")
+    return arrays
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    """Text through the one atomic writer (kept for callers of the old name)."""
+    atomic_write(path, text)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def manifest_checksum(meta: Mapping[str, Any]) -> str:
+    """sha256 of a manifest's canonical JSON without its own ``checksum`` field."""
+    body = {k: v for k, v in meta.items() if k != "checksum"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
 class ResultStore:
@@ -146,7 +148,6 @@ class ResultStore:
         self.root = Path(root)
         self.key = key
         self.run_dir = self.root / key.dirname()
-        self._held: set[str] = set()
 
     def __repr__(self) -> str:
         return f"ResultStore({str(self.run_dir)!r})"
@@ -184,13 +185,27 @@ class ResultStore:
             "settings": dict(self.key.settings),
             **(dict(extra) if extra else {}),
         }
+        meta = json.loads(json.dumps(meta, default=str))  # what reading it back gives
+        meta["checksum"] = manifest_checksum(meta)
         path = self.run_dir / "manifest.json"
-        atomic_write_text(path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+        atomic_write(path, json.dumps(meta, indent=2, sort_keys=True) + "\n")
         return path
 
     def manifest(self) -> dict[str, Any]:
-        path = self.run_dir / "manifest.json"
-        return json.loads(path.read_text()) if path.is_file() else {}
+        """The manifest, ``{}`` when absent; :class:`StoreError` when damaged."""
+        return read_manifest(self.run_dir)
+
+    def manifest_ok(self) -> bool:
+        """True when the manifest exists, is intact and describes this run's key."""
+        try:
+            meta = self.manifest()
+        except StoreError:
+            return False
+        return (
+            bool(meta)
+            and meta.get("dataset_fingerprint") == self.key.dataset_fingerprint
+            and (meta.get("model_fingerprint") == self.key.model_fingerprint)
+        )
 
     # -- batches of an unfinished entry -----------------------------------------------------
     def _parts_dir(self, name: str) -> Path:
@@ -267,7 +282,8 @@ class ResultStore:
             return None
         try:
             return self.load(name)
-        except StoreError:
+        except StoreError as err:
+            warnings.warn(f"{err}; recomputing it", StoreRepairWarning, stacklevel=3)
             self.path(name).unlink(missing_ok=True)
             return None
 
@@ -279,47 +295,23 @@ class ResultStore:
             )
         return arrays
 
-    @contextlib.contextmanager
-    def lock(self, name: str, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-        """Exclusive across processes; a lock left by a dead process is taken over."""
-        path = self.run_dir / ".locks" / f"{_check_name(name)}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        me = f"{socket.gethostname()} {os.getpid()}"
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                if self._stale(path, name):
-                    path.unlink(missing_ok=True)
-                    continue
-                if time.monotonic() > deadline:
-                    raise StoreError(f"timed out waiting for lock {path}") from None
-                time.sleep(0.1)
-                continue
-            with os.fdopen(fd, "w") as fh:
-                fh.write(me)
-            break
-        self._held.add(name)
-        try:
-            yield
-        finally:
-            self._held.discard(name)
-            path.unlink(missing_ok=True)
+    def lock(self, name: str, timeout: float | None = None) -> FileLock:
+        """Exclusive across processes and hosts (see :class:`benchc.results.lock.FileLock`)."""
+        return FileLock(self.run_dir / ".locks" / f"{_check_name(name)}.lock", timeout=timeout)
 
-    def _stale(self, path: Path, name: str) -> bool:
-        try:
-            host, pid = path.read_text().split()
-        except (OSError, ValueError):
-            # Being written right now, or garbage: garbage older than a few seconds is stale.
-            with contextlib.suppress(OSError):
-                return time.time() - path.stat().st_mtime > 5.0
-            return False
-        if host != socket.gethostname():
-            return False
-        if int(pid) == os.getpid():
-            return name not in self._held
-        return not _pid_alive(int(pid))
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """``run_dir/manifest.json``; ``{}`` when absent, :class:`StoreError` when damaged."""
+    path = Path(run_dir) / "manifest.json"
+    if not path.is_file():
+        return {}
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreError(f"damaged manifest {path}: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("checksum") != manifest_checksum(meta):
+        raise StoreError(f"damaged manifest {path}: content does not match its checksum")
+    return meta
 
 
 def _rows(arrays: Mapping[str, np.ndarray]) -> int:

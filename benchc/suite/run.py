@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -29,10 +30,12 @@ from benchc.corruptions import (
 )
 from benchc.data.images import prepare
 from benchc.data.sample import Dataset
+from benchc.fsutil import slug
 from benchc.metrics import GridMetrics, compute_grid
 from benchc.models.base import Backend, Query
 from benchc.models.collate import score
-from benchc.results import ResultStore, RunKey, slug
+from benchc.results import ResultStore, RunKey, StoreError
+from benchc.results.store import StoreRepairWarning
 from benchc.suite.config import SuiteConfig
 
 #: Stored name of the per-sample table (ids, answers, option counts).
@@ -87,15 +90,21 @@ class SuiteRun:
 
     # -- bookkeeping ------------------------------------------------------------------------
     def _write_samples(self) -> None:
-        if not self.store.has(SAMPLES):
-            self.store.save(
-                SAMPLES,
-                {
-                    "ids": np.array(self.dataset.ids, dtype=np.str_),
-                    "answers": self.dataset.answers,
-                    "n_options": self.dataset.n_options,
-                },
-            )
+        """The per-sample table and the manifest; a missing or damaged one is (re)written, so a
+        later run and ``benchc report`` on this store work again."""
+        table = {
+            "ids": np.array(self.dataset.ids, dtype=np.str_),
+            "answers": self.dataset.answers,
+            "n_options": self.dataset.n_options,
+        }
+        try:
+            stored = self.store.load(SAMPLES) if self.store.has(SAMPLES) else None
+        except StoreError as err:
+            warnings.warn(f"{err}; rewriting it", StoreRepairWarning, stacklevel=2)
+            stored = None
+        if stored is None or not _same_arrays(stored, table):
+            self.store.save(SAMPLES, table)
+        if not self.store.manifest_ok():
             self.store.write_manifest(
                 {"model_spec": self.cfg.model, "dataset_spec": self.cfg.dataset}
             )
@@ -265,11 +274,27 @@ class SuiteRun:
         return images, located, fallback
 
 
+#: Environment variable overriding the corruption pool size (tests use it to force a pool).
+WORKERS_ENV = "BENCHC_CORRUPTION_WORKERS"
+
+
 def default_corruption_workers(worker_id: str | None) -> int:
-    """All cores for a plain run; one per xdist worker (the workers are the parallelism)."""
+    """All cores for a plain run; one per xdist worker (the workers are the parallelism);
+    ``$BENCHC_CORRUPTION_WORKERS`` overrides both."""
+    raw = os.environ.get(WORKERS_ENV)
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise ValueError(f"{WORKERS_ENV}={raw!r} must be a positive integer")
+        return int(raw)
     if worker_id and worker_id != "master":
         return 1
     return max(1, min(8, os.cpu_count() or 1))
+
+
+def _same_arrays(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    return set(a) == set(b) and all(
+        a[k].shape == b[k].shape and np.array_equal(a[k], b[k]) for k in a
+    )
 
 
 def describe_store(run: SuiteRun) -> str:

@@ -94,6 +94,27 @@ def test_damaged_or_mismatched_entry_is_a_miss_and_is_overwritten(tmp_path):
         cache.put(a_key(), array.astype(np.float32))
 
 
+def test_entry_with_valid_format_but_other_pixels_is_a_miss(tmp_path):
+    cache = CorruptionCache(tmp_path)
+    array = images(1)[0][1]
+    path = cache.put(a_key(), array)
+    assert cache.get(a_key()).tobytes() == array.tobytes()
+    with Image.open(path) as im:
+        info = im.info  # keep the recorded checksum, change one pixel
+    from PIL import PngImagePlugin
+
+    meta = PngImagePlugin.PngInfo()
+    for k, v in info.items():
+        if isinstance(v, str):
+            meta.add_text(k, v)
+    damaged = array.copy()
+    damaged[0, 0, 0] ^= 0xFF
+    Image.fromarray(damaged).save(path, pnginfo=meta)
+    assert cache.get(a_key()) is None  # decodes fine, fails its checksum: recomputed
+    Image.fromarray(array).save(path)  # right pixels, no checksum (an older cache): a miss too
+    assert cache.get(a_key()) is None
+
+
 def test_default_root_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("BENCHC_CACHE_DIR", str(tmp_path / "c"))
     assert default_cache_root() == tmp_path / "c"

@@ -49,7 +49,7 @@ def test_model_slug(name, slug):
 
 
 def test_model_slug_rejects_empty():
-    with pytest.raises(ValueError, match="empty thresholds slug"):
+    with pytest.raises(ValueError, match="empty name"):
         model_slug("///")
 
 
