@@ -37,8 +37,59 @@ _MAX_TASK_CONDITIONS = 24
 _POOLS: dict[int, ProcessPoolExecutor] = {}
 
 
-def _init_worker() -> None:
-    """Single-threaded numerics in every worker (the pool is the parallelism), libraries loaded."""
+#: How often a worker checks that the process which created its pool is still alive.
+WATCHDOG_S = 0.5
+
+
+def _proc_start(pid: int) -> int | None:
+    from benchc.results.lock import process_start
+
+    return process_start(pid)
+
+
+def _watch_parent(pid: int, start: int | None) -> None:
+    """Exit this worker as soon as process ``pid`` (started at ``start``) is gone.
+
+    Workers hang on their task queue forever when the parent is SIGKILLed or OOM-killed (each
+    worker holds both ends of the queue's pipe), and they keep the forkserver and the resource
+    tracker alive through inherited pipes; once the workers exit, both see EOF and exit too.
+    """
+    import threading
+    import time
+
+    from benchc.results.lock import pid_alive
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCHDOG_S)
+            if not pid_alive(pid) or (start is not None and _proc_start(pid) not in (None, start)):
+                os._exit(1)
+
+    threading.Thread(target=watch, name="benchc-parent-watchdog", daemon=True).start()
+    if os.getppid() != pid:  # a forkserver child: its parent is single-threaded, so the
+        _die_with_parent()  # death signal cannot fire early (a spawn parent's thread may end)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when its parent (the forkserver) dies; elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - no prctl: the watchdog remains
+        pass
+
+
+def _init_worker(parent_pid: int | None = None, parent_start: int | None = None) -> None:
+    """Single-threaded numerics in every worker (the pool is the parallelism), libraries loaded,
+    and a watchdog that ends the worker with the process that owns the pool."""
+    if parent_pid is not None:
+        _watch_parent(parent_pid, parent_start)
     os.environ["OMP_NUM_THREADS"] = "1"
     try:
         from threadpoolctl import threadpool_limits
@@ -64,7 +115,13 @@ def _pool(workers: int) -> ProcessPoolExecutor:
         ctx = mp.get_context(method)
         if method == "forkserver":
             ctx.set_forkserver_preload(["benchc.corruptions.batch"])
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
+        owner = os.getpid()
+        pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=ctx,
+            initializer=_init_worker,
+            initargs=(owner, _proc_start(owner)),
+        )
         _POOLS[workers] = pool
     return pool
 
