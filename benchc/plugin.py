@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from benchc.suite.session import LoadError, SuiteSession
 
 SESSION = pytest.StashKey[SuiteSession]()
 RUN_DIRS = pytest.StashKey[set]()
+NOTES = pytest.StashKey[list]()
 
 #: Hypothesis profile names; ``BENCHC_HYPOTHESIS_PROFILE`` selects one (default ``ci``).
 HYPOTHESIS_ENV = "BENCHC_HYPOTHESIS_PROFILE"
@@ -28,6 +30,8 @@ _MARKERS = {
     "benchc_cell": "one (corruption, severity) cell of the robustness suite",
     "benchc_model": "a model-level robustness gate",
     "benchc_sample": "a per-sample drill-down case (--per-sample)",
+    "benchc_case": "what a suite case covers: corruption, family, severity, figure, sample "
+    "(select with -m \"benchc_case(family='blur')\" or -k family:blur)",
 }
 
 
@@ -141,6 +145,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="VSI region for samples without one: none (blur the whole image), foreground, "
         "or module:callable",
     )
+    add(
+        "--lenient",
+        dest="benchc_lenient",
+        action="store_true",
+        help="skip bad dataset samples (counted in the summary) instead of a usage error",
+    )
+    add(
+        "--allow-outside-root",
+        dest="benchc_allow_outside_root",
+        action="store_true",
+        help="let dataset image/mask paths point outside the dataset folder (shared folders)",
+    )
+    add(
+        "--lock-timeout",
+        dest="benchc_lock_timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds to wait for a results lock held by another host (default "
+        "$BENCHC_LOCK_TIMEOUT or 600)",
+    )
     add("--benchc-degrade", dest="benchc_degrade", default=None, help=argparse.SUPPRESS)
 
 
@@ -189,6 +214,16 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     config.stash[SESSION] = SuiteSession(cfg)
     config.stash[RUN_DIRS] = set()
+    if config.get_verbosity() < 0:  # -q: no weight-loading bars
+        _quiet_progress_bars()
+
+
+def _quiet_progress_bars() -> None:
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "transformers" in sys.modules:  # already imported: the env var was read at import
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
 
 def _session(config: pytest.Config) -> SuiteSession:
@@ -228,6 +263,8 @@ def pytest_collection_modifyitems(
     if off:
         config.hook.pytest_deselected(items=off)
         items[:] = [i for i in items if "per-sample-off" not in i.name]
+    for item in items:
+        _mark_case(item)
     if config.option.collectonly or not any(_is_suite_item(i) for i in items):
         return
     state = _session(config)
@@ -235,8 +272,54 @@ def pytest_collection_modifyitems(
     try:  # fail once, before any cell runs, when the model or dataset cannot be used
         _ = state.dataset
         _ = state.backend
+        _check_model_inputs(state)
     except LoadError as exc:
         raise pytest.UsageError(f"benchc: {exc}") from None
+
+
+def _check_model_inputs(state: SuiteSession) -> None:
+    """Prompt length against the model's context and its special tokens in the text: once the
+    model is loaded, before any case (``--lenient`` drops the samples instead)."""
+    from benchc.suite.inputs import check_for_model
+
+    try:
+        state._dataset = check_for_model(state.dataset, state.backend, lenient=state.cfg.lenient)
+    except ValueError as exc:
+        msg = f"--dataset {state.cfg.dataset!r} cannot be used with this model: {exc}"
+        raise LoadError(msg) from None
+
+
+def _case_facts(item: pytest.Item) -> dict[str, object]:
+    from benchc import spec
+
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    facts: dict[str, object] = {}
+    cell = params.get("benchc_cell")
+    if params.get("benchc_sample_case"):
+        cell, facts["sample"] = params["benchc_sample_case"]
+    if cell:
+        corruption, severity = spec.parse_condition(cell)
+        if corruption is not None:
+            facts.update(
+                corruption=corruption, family=spec.FAMILY_OF[corruption], severity=severity
+            )
+    for key in ("benchc_model_figure", "benchc_vsi_figure"):
+        if key in params:
+            facts["figure"] = params[key]
+    return facts
+
+
+def _mark_case(item: pytest.Item) -> None:
+    """Whole-name selection: ``-k`` matches substrings (``-k ras`` also hits ``contrast-1``), so
+    every suite case gets keywords ``figure:ras``, ``corruption:fog``, ``family:blur``,
+    ``severity:3`` for ``-k`` and a ``benchc_case(...)`` marker for ``-m``."""
+    if not _is_suite_item(item):
+        return
+    facts = _case_facts(item)
+    if not facts:
+        return
+    item.add_marker(pytest.mark.benchc_case(**facts))
+    item.extra_keyword_matches.update(f"{k}:{v}" for k, v in facts.items())
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -313,6 +396,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker hands its run folder to the controller
         workeroutput["benchc_run_dirs"] = sorted(config.stash[RUN_DIRS])
+        workeroutput["benchc_notes"] = _notes(config)
         return
     cfg = _session(config).cfg
     if cfg.report is not None and config.stash[RUN_DIRS]:
@@ -327,6 +411,21 @@ def pytest_testnodedown(node, error) -> None:
     dirs = getattr(node, "workeroutput", {}).get("benchc_run_dirs", [])
     if SESSION in node.config.stash:
         node.config.stash[RUN_DIRS].update(dirs)
+        notes = node.config.stash.setdefault(NOTES, [])
+        notes.extend(
+            n for n in getattr(node, "workeroutput", {}).get("benchc_notes", []) if n not in notes
+        )
+
+
+def _notes(config: pytest.Config) -> list[str]:
+    """This process's run notes (``benchc.suite.notes.run_notes``), plus its workers'."""
+    from benchc.suite.notes import run_notes
+
+    state = _session(config)
+    notes = list(config.stash.get(NOTES, []))
+    if state.started:
+        notes += [n for n in run_notes(state.run) if n not in notes]
+    return notes
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
@@ -340,11 +439,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         if key == "benchc_improved" and getattr(rep, "when", "call") == "call"
     ]
     dirs = sorted(config.stash[RUN_DIRS])
-    if not improved and not dirs:
+    notes = _notes(config)
+    if not improved and not dirs and not notes:
         return
     terminalreporter.section("benchc")
     for d in dirs:
         terminalreporter.write_line(f"results: {d}")
+    for note in notes:
+        terminalreporter.write_line(f"note: {note}", yellow=True)
     cfg = _session(config).cfg
     if cfg.report is not None and dirs:
         terminalreporter.write_line(f"report: {cfg.report}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchc.data.limits import read_image_file, resolve_inside
 from benchc.data.sample import Dataset, Sample
 from benchc.data.validate import Collector, Location, SampleError
 from benchc.spec import LETTERS
@@ -44,9 +45,17 @@ def is_hf_folder(path: Path) -> bool:
 
 
 def load_hf(
-    path: str | Path, *, lenient: bool = False, name: str | None = None, split: str | None = None
+    path: str | Path,
+    *,
+    lenient: bool = False,
+    name: str | None = None,
+    split: str | None = None,
+    allow_outside_root: bool = False,
 ) -> Dataset:
-    """Load a ``save_to_disk`` folder; bad rows raise (or, lenient, are skipped) by row and id."""
+    """Load a ``save_to_disk`` folder; bad rows raise (or, lenient, are skipped) by row and id.
+
+    Image file paths must stay inside the folder unless ``allow_outside_root``.
+    """
     ds_mod = _datasets()
     path = Path(path)
     ds = ds_mod.load_from_disk(str(path))
@@ -80,7 +89,7 @@ def load_hf(
         sid = row[id_col] if id_col else str(row_no)
         loc = Location(where, row_no, None if sid is None else str(sid), unit="row")
         try:
-            image_bytes = _image_bytes(row["image"], path, loc)
+            image_bytes = _image_bytes(row["image"], path, loc, allow_outside_root)
         except SampleError as err:
             col.reject(err)
             continue
@@ -101,21 +110,17 @@ def load_hf(
     return col.dataset(name or path.name, where)
 
 
-def _image_bytes(value: Any, folder: Path, loc: Location) -> bytes:
+def _image_bytes(value: Any, folder: Path, loc: Location, allow_outside_root: bool) -> bytes:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
     if isinstance(value, dict):
         if value.get("bytes"):
             return bytes(value["bytes"])
         if value.get("path"):
-            p = Path(value["path"])
-            p = p if p.is_absolute() else folder / p
-            try:
-                return p.read_bytes()
-            except OSError:
-                raise SampleError(
-                    "missing_image", loc, f"image file {str(p)!r} not found"
-                ) from None
+            p = resolve_inside(
+                folder, str(value["path"]), loc, what="image", allow_outside_root=allow_outside_root
+            )
+            return read_image_file(p, loc)
     raise SampleError("missing_image", loc, "row has no image data")
 
 

@@ -17,31 +17,50 @@ import hashlib
 import io
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from benchc.data.limits import check_image_dims, read_image_file, resolve_inside
 from benchc.data.sample import Dataset, Sample
 from benchc.data.validate import Collector, Location, SampleError
 
 DEFAULT_JSONL = "samples.jsonl"
 
 
-def _read_mask(folder: Path, rel: str, loc: Location) -> np.ndarray:
-    path = folder / rel
+def _read_mask(folder: Path, rel: Any, loc: Location, allow_outside_root: bool) -> np.ndarray:
+    if not isinstance(rel, str) or not rel:
+        raise SampleError("bad_region", loc, f"region mask path {rel!r} is not a file name")
+    path = resolve_inside(
+        folder, rel, loc, what="region mask", allow_outside_root=allow_outside_root
+    )
+    data = read_image_file(path, loc, what="region mask", kind="bad_region")
     try:
-        with Image.open(path) as img:
-            return np.asarray(img.convert("L")) > 0
-    except FileNotFoundError:
-        raise SampleError("bad_region", loc, f"region mask file {str(path)!r} not found") from None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as img:
+                check_image_dims(*img.size, loc)
+                return np.asarray(img.convert("L")) > 0
+    except SampleError:
+        raise
     except Exception as exc:
         raise SampleError("bad_region", loc, f"region mask {str(path)!r}: {exc}") from None
 
 
-def load_jsonl(path: str | Path, *, lenient: bool = False, name: str | None = None) -> Dataset:
-    """Load a native JSONL dataset; every bad line raises (or, lenient, is skipped) by name."""
+def load_jsonl(
+    path: str | Path,
+    *,
+    lenient: bool = False,
+    name: str | None = None,
+    allow_outside_root: bool = False,
+) -> Dataset:
+    """Load a native JSONL dataset; every bad line raises (or, lenient, is skipped) by name.
+
+    Image and mask paths must stay inside the JSONL's folder unless ``allow_outside_root``.
+    """
     path = Path(path)
     folder = path.parent
     col = Collector(lenient=lenient)
@@ -62,8 +81,9 @@ def load_jsonl(path: str | Path, *, lenient: bool = False, name: str | None = No
                 if key in rec and key not in meta:
                     meta[key] = rec[key]
             if isinstance(meta.get("region"), dict):
-                meta["region"] = _read_mask(folder, str(meta["region"].get("mask")), loc)
-            image_bytes = _read_image(folder, rec.get("image"), loc)
+                mask = meta["region"].get("mask")
+                meta["region"] = _read_mask(folder, mask, loc, allow_outside_root)
+            image_bytes = _read_image(folder, rec.get("image"), loc, allow_outside_root)
         except SampleError as err:
             col.reject(err)
             continue
@@ -103,16 +123,11 @@ def _guess_id(raw: bytes) -> str | None:
         return None
 
 
-def _read_image(folder: Path, rel: Any, loc: Location) -> bytes:
+def _read_image(folder: Path, rel: Any, loc: Location, allow_outside_root: bool) -> bytes:
     if not isinstance(rel, str) or not rel:
         raise SampleError("missing_image", loc, "record has no 'image' path")
-    path = folder / rel
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise SampleError("missing_image", loc, f"image file {str(path)!r} not found") from None
-    except OSError as exc:
-        raise SampleError("missing_image", loc, f"image file {str(path)!r}: {exc}") from None
+    path = resolve_inside(folder, rel, loc, what="image", allow_outside_root=allow_outside_root)
+    return read_image_file(path, loc)
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from benchc.data.limits import MAX_IMAGE_BYTES, read_image_file, resolve_inside
 from benchc.data.sample import Dataset, Sample
 from benchc.data.validate import Collector, Location, SampleError, check_text
 from benchc.spec import LETTERS
@@ -34,13 +35,23 @@ def _missing(value: str | None) -> bool:
     return value is None or value.strip() in MISSING
 
 
-def load_tsv(path: str | Path, *, lenient: bool = False, name: str | None = None) -> Dataset:
-    """Load a VLMEvalKit TSV; bad rows raise (or, lenient, are skipped) naming file/line/id."""
+def load_tsv(
+    path: str | Path,
+    *,
+    lenient: bool = False,
+    name: str | None = None,
+    allow_outside_root: bool = False,
+) -> Dataset:
+    """Load a VLMEvalKit TSV; bad rows raise (or, lenient, are skipped) naming file/line/id.
+
+    ``image_path`` values must stay inside the TSV's folder unless ``allow_outside_root``.
+    """
     path = Path(path)
     try:
         text = path.read_bytes().decode("utf-8", errors="surrogateescape")
     except OSError as exc:
         raise ValueError(f"{path}: cannot read dataset file ({exc})") from None
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark (Excel writes one)
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # base64 images exceed the 128 kB default
     reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t")
     header = next(reader, None)
@@ -58,7 +69,7 @@ def load_tsv(path: str | Path, *, lenient: bool = False, name: str | None = None
     if not letters:
         raise ValueError(f"{path}: TSV header has no option columns 'A'..'Z'")
 
-    rows: list[tuple[int, dict[str, str]]] = []
+    rows: list[tuple[int, dict[str, str], int]] = []
     start = 2
     for row in reader:
         line = start
@@ -66,17 +77,24 @@ def load_tsv(path: str | Path, *, lenient: bool = False, name: str | None = None
         if not any(cell.strip() for cell in row):
             continue
         rec = {c: (row[i] if i < len(row) else "") for c, i in cols.items()}
-        rows.append((line, rec))
+        rows.append((line, rec, len(row)))
 
-    images = {rec["index"].strip(): rec.get("image", "") for _, rec in rows}
+    images = {rec["index"].strip(): rec.get("image", "") for _, rec, _ in rows}
     col = Collector(lenient=lenient)
-    for line, rec in rows:
+    for line, rec, n_cells in rows:
         sid = rec["index"].strip()
         loc = Location(str(path), line, sid or None)
         try:
             if not sid:
                 raise SampleError("bad_record", loc, "empty 'index'")
-            image_bytes = _image(rec, images, path.parent, loc)
+            if n_cells < len(header):
+                raise SampleError(
+                    "bad_record",
+                    loc,
+                    f"row has {n_cells} of the header's {len(header)} columns (truncated "
+                    f"row?); missing {[h for h in header[n_cells:]]}",
+                )
+            image_bytes = _image(rec, images, path.parent, loc, allow_outside_root)
             options = _options(rec, letters, loc)
             meta: dict[str, object] = {"source": path.stem}
             for key in META_COLUMNS:
@@ -117,17 +135,22 @@ def _options(rec: dict[str, str], letters: list[str], loc: Location) -> list[str
     return [v for _, v in given]
 
 
-def _image(rec: dict[str, str], images: dict[str, str], folder: Path, loc: Location) -> bytes:
+def _image(
+    rec: dict[str, str],
+    images: dict[str, str],
+    folder: Path,
+    loc: Location,
+    allow_outside_root: bool,
+) -> bytes:
     value = rec.get("image", "")
     if _missing(value):
         rel = rec.get("image_path", "")
         if _missing(rel):
             raise SampleError("missing_image", loc, "neither 'image' nor 'image_path' is given")
-        p = folder / rel.strip()
-        try:
-            return p.read_bytes()
-        except OSError:
-            raise SampleError("missing_image", loc, f"image file {str(p)!r} not found") from None
+        p = resolve_inside(
+            folder, rel.strip(), loc, what="image", allow_outside_root=allow_outside_root
+        )
+        return read_image_file(p, loc)
     value = value.strip()
     if value.startswith("["):
         raise SampleError("bad_record", loc, "multi-image samples are not supported")
@@ -138,6 +161,13 @@ def _image(rec: dict[str, str], images: dict[str, str], folder: Path, loc: Locat
                 "missing_image", loc, f"image refers to row index {value!r}, which has no image"
             )
         value = target.strip()
+    if len(value) * 3 // 4 > MAX_IMAGE_BYTES:
+        raise SampleError(
+            "image_too_large",
+            loc,
+            f"base64 image holds ~{len(value) * 3 // 4 / 2**20:.0f} MiB, above the "
+            f"{MAX_IMAGE_BYTES / 2**20:.0f} MiB limit",
+        )
     try:
         return base64.b64decode(value.encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError, ValueError) as exc:

@@ -35,6 +35,13 @@ ERROR_KINDS = (
     "non_utf8",
     "bad_record",
     "bad_region",
+    "path_outside_root",
+    "text_too_long",
+    "image_token_in_text",
+    "image_too_large",
+    "image_too_small",
+    "image_too_thin",
+    "prompt_too_long",
 )
 
 _SURROGATE = re.compile("[\udc80-\udcff]")
@@ -90,29 +97,52 @@ def parse_answer(value: Any, k: int, loc: Location) -> int:
     if isinstance(value, (bool, np.bool_)):
         raise SampleError("bad_answer", loc, f"answer {value!r} is neither a letter nor an index")
     if isinstance(value, (int, np.integer)):
-        idx = int(value)
+        idx, shown = int(value), f"index {int(value)}"
     elif isinstance(value, float) and not math.isnan(value) and value.is_integer():
-        idx = int(value)
+        idx, shown = int(value), f"index {int(value)}"
     elif isinstance(value, str) and len(value.strip()) == 1 and value.strip() in LETTERS:
         idx = LETTERS.index(value.strip())
+        shown = f"{value.strip()!r}"
     else:
         raise SampleError(
             "bad_answer", loc, f"answer {value!r} is neither a letter A-Z nor a 0-based index"
         )
     if not 0 <= idx < k:
-        shown = LETTERS[idx] if 0 <= idx < len(LETTERS) else idx
+        valid = f"A-{LETTERS[k - 1]} or 0-{k - 1}"
         raise SampleError(
-            "answer_out_of_range", loc, f"answer {shown!r} is out of range for {k} options"
+            "answer_out_of_range",
+            loc,
+            f"answer {shown} is out of range for {k} options ({valid})",
         )
     return idx
 
 
 def image_size(data: bytes, loc: Location) -> tuple[int, int]:
-    """Fully decode the image (truncated files fail here, not mid-run); return (W, H)."""
+    """Check the header against the size limits, then fully decode the image (truncated files
+    fail here, not mid-run); return (W, H). An oversized image is never decoded."""
+    import warnings
+
+    from benchc.data.limits import check_image_dims
+
     try:
-        with Image.open(io.BytesIO(data)) as img:
-            img.load()
-            return img.size
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as img:
+                check_image_dims(*img.size, loc)
+                img.load()
+                return img.size
+    except SampleError:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise SampleError("image_too_large", loc, f"image is too large to decode ({exc})") from None
+    except Image.UnidentifiedImageError:
+        head = data[:8]
+        raise SampleError(
+            "undecodable_image",
+            loc,
+            f"image cannot be decoded: not a known image format ({len(data)} bytes, "
+            f"starting {head!r})",
+        ) from None
     except Exception as exc:  # PIL raises many types for bad files
         raise SampleError("undecodable_image", loc, f"image cannot be decoded ({exc})") from None
 
@@ -168,6 +198,15 @@ def build_sample(
         )
     opts = tuple(check_text(o, f"option {LETTERS[i]}", loc) for i, o in enumerate(options))
     ans = parse_answer(answer, len(opts), loc)
+    hint = (meta or {}).get("hint")
+    from benchc.data.limits import check_text_limits
+
+    check_text_limits(
+        [("question", q)]
+        + ([("hint", hint)] if isinstance(hint, str) else [])
+        + [(f"option {LETTERS[i]}", o) for i, o in enumerate(opts)],
+        loc,
+    )
     if image_bytes is None or len(image_bytes) == 0:
         raise SampleError("missing_image", loc, "sample has no image data")
     w, h = image_size(image_bytes, loc)

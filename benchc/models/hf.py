@@ -344,7 +344,22 @@ def _load_model(
     """Try the image-text-to-text auto class, then causal-LM (remote-code VLM families)."""
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-    kwargs: dict[str, Any] = {"dtype": dtype, "trust_remote_code": trust_remote_code}
+    folder = source.path
+    if folder.is_dir() and not any(folder.glob("*.safetensors")):
+        pickled = sorted(p.name for p in folder.glob("*.bin")) + sorted(
+            p.name for p in folder.glob("*.pt*")
+        )
+        raise ValueError(
+            f"checkpoint {source.spec!r}: this checkpoint has no safetensors weights"
+            + (f" (only pickled {', '.join(pickled[:3])})" if pickled else "")
+            + "; benchc loads safetensors only, as pickles can run code: convert it with "
+            "model.save_pretrained(dir, safe_serialization=True)"
+        )
+    kwargs: dict[str, Any] = {
+        "dtype": dtype,
+        "trust_remote_code": trust_remote_code,
+        "use_safetensors": True,
+    }
     if device_map is not None:
         kwargs["device_map"] = device_map
     if attn_implementation is not None:

@@ -144,9 +144,12 @@ class ResultStore:
     :meth:`get_or_compute` resumes from them and merges them when the condition is complete.
     """
 
-    def __init__(self, root: str | os.PathLike[str], key: RunKey) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], key: RunKey, *, lock_timeout: float | None = None
+    ) -> None:
         self.root = Path(root)
         self.key = key
+        self.lock_timeout = lock_timeout
         self.run_dir = self.root / key.dirname()
 
     def __repr__(self) -> str:
@@ -297,6 +300,7 @@ class ResultStore:
 
     def lock(self, name: str, timeout: float | None = None) -> FileLock:
         """Exclusive across processes and hosts (see :class:`benchc.results.lock.FileLock`)."""
+        timeout = self.lock_timeout if timeout is None else timeout
         return FileLock(self.run_dir / ".locks" / f"{_check_name(name)}.lock", timeout=timeout)
 
 

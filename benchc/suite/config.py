@@ -91,6 +91,12 @@ class SuiteConfig:
     region_locator: str = "none"
     degrade: dict[str, float] = field(default_factory=dict)
     worker_id: str | None = None
+    #: Skip (and count) bad samples instead of failing on the first one.
+    lenient: bool = False
+    #: Let dataset image/mask paths leave the dataset's folder (shared image folders).
+    allow_outside_root: bool = False
+    #: Seconds to wait for a results lock held by another host (None: BENCHC_LOCK_TIMEOUT/600).
+    lock_timeout: float | None = None
 
     @property
     def conditions(self) -> list[str]:
@@ -139,6 +145,12 @@ class SuiteConfig:
         batch_size = get("benchc_batch_size")
         if batch_size is not None and batch_size < 1:
             raise ConfigError(f"--batch-size must be >= 1, got {batch_size}")
+        seed = get("benchc_seed")
+        if seed is None or not 0 <= int(seed) < 2**63:
+            raise ConfigError(f"--seed must be an integer in 0..2**63-1, got {seed}")
+        lock_timeout = get("benchc_lock_timeout")
+        if lock_timeout is not None and lock_timeout < 0:
+            raise ConfigError(f"--lock-timeout must be >= 0 seconds, got {lock_timeout}")
         region_locator = get("benchc_region_locator") or "none"
         from benchc.corruptions.locate import resolve_locator
 
@@ -159,7 +171,7 @@ class SuiteConfig:
             batch_size=batch_size,
             device=get("benchc_device") or "auto",
             dtype=get("benchc_dtype"),
-            seed=int(get("benchc_seed")),
+            seed=int(seed),
             results_dir=path("benchc_results_dir") or rootdir / ".benchc/results",
             cache_dir=path("benchc_cache_dir"),
             thresholds_dir=path("benchc_thresholds_dir") or rootdir / "thresholds",
@@ -168,6 +180,9 @@ class SuiteConfig:
             region_locator=region_locator,
             degrade=parse_degrade(get("benchc_degrade")),
             worker_id=worker_id,
+            lenient=bool(get("benchc_lenient")),
+            allow_outside_root=bool(get("benchc_allow_outside_root")),
+            lock_timeout=lock_timeout,
         )
 
 

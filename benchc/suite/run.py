@@ -78,7 +78,7 @@ class SuiteRun:
             model_name=backend.name,
             dataset_name=dataset.name,
         )
-        self.store = ResultStore(cfg.results_dir, self.key)
+        self.store = ResultStore(cfg.results_dir, self.key, lock_timeout=cfg.lock_timeout)
         self.locator = resolve_locator(cfg.region_locator)
         #: The VSI arrays depend on the locator, the cells do not: only VSI's stored name has it.
         self.vsi_name = VSI if cfg.region_locator == "none" else f"{VSI}.{slug(cfg.region_locator)}"

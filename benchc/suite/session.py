@@ -25,9 +25,13 @@ class LoadError(RuntimeError):
 
 def open_dataset(cfg: SuiteConfig) -> Dataset:
     from benchc.data import load_dataset
+    from benchc.suite.inputs import check_for_run
 
     try:
-        dataset = load_dataset(cfg.dataset)
+        dataset = load_dataset(
+            cfg.dataset, lenient=cfg.lenient, allow_outside_root=cfg.allow_outside_root
+        )
+        dataset = check_for_run(dataset, cfg.resolved_image_size(), lenient=cfg.lenient)
     except Exception as exc:
         raise LoadError(f"--dataset {cfg.dataset!r} cannot be loaded: {exc}") from exc
     if len(dataset) == 0:
