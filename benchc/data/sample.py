@@ -69,6 +69,8 @@ class Dataset:
     samples: Sequence[Sample]
     fingerprint: str
     skipped: Mapping[str, str] = field(default_factory=dict)  # sample id/line -> reason (--lenient)
+    #: The file or folder it was loaded from, for error messages (not part of the fingerprint).
+    source: str = ""
 
     def __len__(self) -> int:
         return len(self.samples)

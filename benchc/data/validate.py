@@ -259,6 +259,7 @@ class Collector:
             samples=tuple(self.samples),
             fingerprint=fingerprint(self.samples),
             skipped=dict(self.skipped),
+            source=source,
         )
 
 

@@ -151,14 +151,14 @@ class FileLock:
             waited = time.monotonic() - started
             if waited > self.timeout:
                 raise StoreError(
-                    f"timed out after {self.timeout:.0f} s waiting for lock {self.path}, held by "
+                    f"timed out after {self.timeout:g} s waiting for lock {self.path}, held by "
                     f"{_who(holder)} (last heartbeat {age:.0f} s ago); if that run is gone, "
                     f"delete the file, or wait longer with --lock-timeout / {LOCK_TIMEOUT_ENV}"
                 )
             if verdict == "unverified" and not announced:
                 announced = True
                 print(
-                    f"benchc: waiting up to {self.timeout:.0f} s for lock {self.path}, held by "
+                    f"benchc: waiting up to {self.timeout:g} s for lock {self.path}, held by "
                     f"{_who(holder)} (last heartbeat {age:.0f} s ago)",
                     file=sys.__stderr__ or sys.stderr,
                     flush=True,

@@ -25,7 +25,7 @@ from benchc.data.validate import Location, SampleError
 
 
 def _loc(dataset: Dataset, sample: Sample) -> Location:
-    return Location(dataset.name, None, sample.id)
+    return Location(dataset.source or dataset.name, None, sample.id)
 
 
 def _filter(
@@ -40,7 +40,7 @@ def _filter(
         except SampleError as err:
             if not lenient:
                 raise
-            skipped[f"{dataset.name}:{sample.id}"] = f"{err.kind}: {err}"
+            skipped[f"{dataset.source or dataset.name}:{sample.id}"] = f"{err.kind}: {err}"
             continue
         keep.append(sample)
     if len(keep) == len(dataset):
