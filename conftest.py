@@ -1,3 +1,44 @@
-"""Loads the benchc pytest plugin for this checkout (a no-op when the entry point already did)."""
+"""This checkout's own pytest setup: the benchc plugin, the Hypothesis profiles, and the
+architecture matrix kept out of the default run.
+
+None of this belongs to the plugin: installed into another project, benchc changes nothing there
+(no Hypothesis profile, no deselection) unless asked.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import settings
 
 pytest_plugins = ["benchc.plugin"]
+
+#: Selects a Hypothesis profile (default ``ci``); ``--hypothesis-profile`` wins over it.
+HYPOTHESIS_ENV = "BENCHC_HYPOTHESIS_PROFILE"
+#: Markers whose tests run only when ``-m`` names them (each has its own line in ``.ci/run``).
+OPT_IN_MARKERS = ("architectures",)
+
+
+# ``ci``: modest, deterministic, no deadline (shared CI cores are slow and noisy); ``dev``: many
+# more examples for local bug hunting. Registered at import, before ``--hypothesis-profile`` loads.
+settings.register_profile("ci", max_examples=50, deadline=None, derandomize=True)
+settings.register_profile("dev", max_examples=500, deadline=None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("hypothesis_profile", None):
+        settings.load_profile(os.environ.get(HYPOTHESIS_ENV, "ci"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect opt-in tests (the architecture matrix) unless ``-m`` mentions their marker."""
+    expr = config.getoption("markexpr", "") or ""
+    skip = [m for m in OPT_IN_MARKERS if m not in expr]
+    if not skip:
+        return
+    keep = [i for i in items if not any(i.get_closest_marker(m) for m in skip)]
+    if len(keep) < len(items):
+        kept = {id(i) for i in keep}
+        config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept])
+        items[:] = keep

@@ -21,8 +21,6 @@ SESSION = pytest.StashKey[SuiteSession]()
 RUN_DIRS = pytest.StashKey[set]()
 NOTES = pytest.StashKey[list]()
 
-#: Hypothesis profile names; ``BENCHC_HYPOTHESIS_PROFILE`` selects one (default ``ci``).
-HYPOTHESIS_ENV = "BENCHC_HYPOTHESIS_PROFILE"
 #: Model-level figures with one test each.
 MODEL_FIGURES = ("ras", "r_c", "r_w", "mixed_cell_rate")
 VSI_FIGURES = ("insensitive_fraction", "gap")
@@ -169,20 +167,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--benchc-degrade", dest="benchc_degrade", default=None, help=argparse.SUPPRESS)
 
 
-def _register_hypothesis_profiles(config: pytest.Config) -> None:
-    """``ci``: modest, deterministic, no deadline (shared CI cores are slow and noisy);
-    ``dev``: many more examples for local bug hunting."""
-    try:
-        from hypothesis import settings
-    except ImportError:  # pragma: no cover
-        return
-    settings.register_profile("ci", max_examples=50, deadline=None, derandomize=True)
-    settings.register_profile("dev", max_examples=500, deadline=None)
-    if config.getoption("hypothesis_profile", None):
-        return  # the user's --hypothesis-profile wins
-    settings.load_profile(os.environ.get(HYPOTHESIS_ENV, "ci"))
-
-
 def _worker_id(config: pytest.Config) -> str | None:
     workerinput = getattr(config, "workerinput", None)
     return workerinput["workerid"] if workerinput else None
@@ -200,7 +184,6 @@ def _xdist_workers(config: pytest.Config) -> int:
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in _MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    _register_hypothesis_profiles(config)
     try:
         cfg = SuiteConfig.from_options(
             config.getoption, rootdir=Path(config.rootpath), worker_id=_worker_id(config)

@@ -20,6 +20,7 @@ from PIL import Image
 from benchc.data.images import prepare
 from benchc.models.base import Backend, BatchOutput, Query
 from benchc.models.letters import require_letters, resolve_letters
+from benchc.models.processors import image_backend, load_processor
 from benchc.models.source import Source, folder_hash, resolve_source, slug
 from benchc.models.vision import pooled_vision_features
 from benchc.spec import LETTERS, PROMPT_VERSION, format_question
@@ -34,6 +35,10 @@ _DTYPES = {
     "float16": torch.float16,
     "fp16": torch.float16,
 }
+
+
+#: Processor outputs that are training targets, never model inputs for scoring.
+_TRAINING_KEYS = frozenset({"labels"})
 
 
 class HFBackend(Backend):
@@ -102,7 +107,10 @@ class HFBackend(Backend):
         ident = self.source.revision or f"sha256-{folder_hash(self.source.path)[:16]}"
         dtype_name = str(self.dtype).removeprefix("torch.")
         size = f":img{image_size}" if image_size else ""
-        self.fingerprint = f"hf:{base}@{ident}:{dtype_name}:{PROMPT_VERSION}{size}"
+        # Only a non-PIL image processor is named: existing PIL fingerprints stay valid.
+        images = image_backend(self.processor)
+        images = "" if images == "pil" else f":{images}"
+        self.fingerprint = f"hf:{base}@{ident}:{dtype_name}:{PROMPT_VERSION}{size}{images}"
 
     # ----------------------------------------------------------------------------- prompts
     def user_text(self, query: Query) -> str:
@@ -229,6 +237,8 @@ class HFBackend(Backend):
             return_tensors="pt",
             add_special_tokens=add_special,
         )
+        # A processor may add training targets (PaliGemma: ``labels``); with them the model
+        # computes a loss over the kept logits only, which fails. Scoring never needs them.
         return {
             k: (
                 v.to(self._input_device, dtype=self.dtype)
@@ -236,6 +246,7 @@ class HFBackend(Backend):
                 else v.to(self._input_device)
             )
             for k, v in inputs.items()
+            if k not in _TRAINING_KEYS
         }
 
     def _pil(self, image: np.ndarray) -> Image.Image:
@@ -293,21 +304,8 @@ def _resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> tor
 
 
 def _load_processor(source: Source, trust_remote_code: bool) -> Any:
-    """AutoProcessor with the PIL image backend (torchvision's moves logits by up to 1.6e-4)."""
-    from transformers import AutoProcessor
-
-    path = str(source.path)
-    try:
-        processor = AutoProcessor.from_pretrained(
-            path, backend="pil", trust_remote_code=trust_remote_code
-        )
-    except (TypeError, ValueError, ImportError, OSError) as err:
-        log.info("PIL image backend unavailable for %s (%s); using the default", source.spec, err)
-        try:
-            processor = AutoProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
-        except Exception as err2:
-            msg = f"checkpoint {source.spec!r}: cannot load its processor: {err2}"
-            raise ValueError(msg) from err2
+    """The checkpoint's processor with the PIL image backend (``benchc.models.processors``)."""
+    processor = load_processor(source.path, source.spec, trust_remote_code=trust_remote_code)
     if getattr(processor, "image_processor", None) is None or not hasattr(processor, "tokenizer"):
         raise ValueError(
             f"checkpoint {source.spec!r} has no multimodal processor "

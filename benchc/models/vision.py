@@ -2,12 +2,14 @@
 
 The pool is the mean of the tower's final-layer patch tokens. A CLS token is dropped: LLaVA's
 "default" feature strategy never feeds it to the LM, so it (and the pooler) stay untrained.
-The tower is run through the model's own ``get_image_features`` with a forward hook on the tower,
-so each family's preprocessing quirks (crops, padding images, grids) are handled by transformers.
+The tower is run through the model's own ``get_image_features`` (or, for families without one,
+the tower itself) with a forward hook on the tower, so each family's preprocessing quirks (crops,
+padding images, grids, tiles) are handled by transformers.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -30,13 +32,31 @@ def find_vision_tower(model: torch.nn.Module) -> torch.nn.Module:
     )
 
 
+#: Names under which towers keep a learned class token prepended to the patch tokens
+#: (CLIP / Mllama: ``class_embedding``; InternViT: ``cls_token``).
+CLS_ATTRS = ("class_embedding", "cls_token")
+
+
 def has_cls_token(tower: torch.nn.Module) -> bool:
-    """CLIP-style towers prepend a learned class embedding to the patch tokens."""
+    """Whether the tower prepends a learned class token to the patch tokens."""
     embeddings = getattr(tower, "embeddings", None)
     if embeddings is None:
         inner = getattr(tower, "vision_model", None)
         embeddings = getattr(inner, "embeddings", None)
-    return getattr(embeddings, "class_embedding", None) is not None
+    owners = (embeddings, tower)  # Mllama keeps class_embedding on the tower itself
+    return any(getattr(o, a, None) is not None for o in owners for a in CLS_ATTRS)
+
+
+def _run_tower(model: torch.nn.Module, tower: torch.nn.Module, image_inputs: dict) -> None:
+    """Run the tower the way the model does: through ``get_image_features`` when the model has
+    one (crops, grids and padding handled by transformers), else the tower itself with the
+    inputs its ``forward`` accepts (Mllama: ``pixel_values``, ``aspect_ratio_ids``/``_mask``)."""
+    getter = getattr(model, "get_image_features", None)
+    if getter is not None:
+        getter(**image_inputs)
+        return
+    accepted = inspect.signature(tower.forward).parameters
+    tower(**{k: v for k, v in image_inputs.items() if k in accepted})
 
 
 def pooled_vision_features(
@@ -52,22 +72,34 @@ def pooled_vision_features(
     captured: list[Any] = []
     handle = tower.register_forward_hook(lambda _m, _i, out: captured.append(out))
     try:
-        getter = getattr(model, "get_image_features", None)
-        if getter is None:
-            raise ValueError(f"{type(model).__name__} has no get_image_features()")
-        getter(**image_inputs)
+        _run_tower(model, tower, image_inputs)
     finally:
         handle.remove()
     if not captured:
-        raise ValueError(f"{type(model).__name__}.get_image_features() never ran its vision tower")
+        raise ValueError(f"{type(model).__name__} never ran its vision tower")
     out = captured[-1]
     hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+    if hidden.dim() == 5 and "aspect_ratio_mask" in image_inputs:
+        # Mllama: (B, images, tiles, 1 + patches, D x (1 + intermediate layers)); the final
+        # layer is the first D channels, the class token comes first, padding tiles are masked.
+        width = getattr(getattr(tower, "config", None), "hidden_size", hidden.shape[-1])
+        tokens = hidden[..., 1:, :width].float()
+        mask = image_inputs["aspect_ratio_mask"].to(tokens.device, tokens.dtype)
+        weights = mask[..., None, None].expand(*tokens.shape[:-1], 1)
+        pooled = (tokens * weights).sum(dim=(2, 3)) / weights.sum(dim=(2, 3))
+        if pooled.shape[0] == n_images and pooled.shape[1] == 1:
+            return pooled[:, 0]
     if hidden.dim() == 3:
         if has_cls_token(tower):
             hidden = hidden[:, 1:]
         per_crop = hidden.float().mean(dim=1)
         if per_crop.shape[0] == n_images:
             return per_crop
+        num_patches = image_inputs.get("num_patches")
+        if num_patches is not None and int(num_patches.sum()) == per_crop.shape[0]:
+            # InternVL / GotOcr2: flat crops (sum of crops, C, H, W), crops per image given.
+            groups = torch.split(hidden.float(), num_patches.tolist())
+            return torch.stack([g.reshape(-1, g.shape[-1]).mean(0) for g in groups])
         pixel_values = image_inputs.get("pixel_values")
         if pixel_values is not None and pixel_values.dim() == 5:
             real = (pixel_values != 0).flatten(2).any(-1)  # (n_images, crops)

@@ -1,0 +1,118 @@
+"""Loading a checkpoint's multimodal processor with the PIL image backend, image-only if need be.
+
+benchc scores images, never video. In transformers 5.x every processor that declares a video
+processor (Qwen-VL, LLaVA-OneVision, InternVL, SmolVLM, ...) needs torchvision to build it, and
+torchvision's image processors move logits by up to 1.6e-4 against the PIL ones. So the
+processor is loaded with ``backend="pil"``; when that fails because of the video processor, it is
+assembled from its parts (PIL image processor, tokenizer, chat template, the processor's own
+settings) without one. Never a silent fallback to another image backend: the backend in use is
+reported (:func:`image_backend`) and enters the model fingerprint when it is not PIL.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: The attribute every image-only processor leaves out.
+VIDEO = "video_processor"
+
+
+@cache
+def image_only(cls: type) -> type:
+    """A subclass of processor class ``cls`` without its video processor, same public name
+    (so ``save_pretrained`` writes ``processor_class: <cls name>`` and it loads back as ``cls``)."""
+    if VIDEO not in cls.get_attributes():
+        return cls
+
+    @classmethod  # type: ignore[misc]
+    def get_attributes(klass: type) -> list[str]:
+        return [a for a in cls.get_attributes() if a != VIDEO]
+
+    sub = type(cls.__name__, (cls,), {"get_attributes": get_attributes, VIDEO: None})
+    sub.__module__ = cls.__module__
+    sub.__doc__ = f"{cls.__name__} without a video processor (benchc scores images only)."
+    return sub
+
+
+def load_processor(path: Path, spec: str, *, trust_remote_code: bool = False) -> Any:
+    """The processor of checkpoint folder ``path`` (``spec`` names it in errors), PIL backend."""
+    from transformers import AutoProcessor
+
+    try:
+        return AutoProcessor.from_pretrained(
+            str(path), backend="pil", trust_remote_code=trust_remote_code
+        )
+    except Exception as err:
+        first = err
+    try:
+        processor = _assemble(path, trust_remote_code)
+    except Exception as err:
+        raise ValueError(
+            f"checkpoint {spec!r}: cannot load its processor with the PIL image backend "
+            f"({type(first).__name__}: {_line(first)}), nor assemble it image-only "
+            f"({type(err).__name__}: {_line(err)})"
+        ) from err
+    log.info("%s: processor assembled image-only (%s)", spec, _line(first))
+    return processor
+
+
+def _assemble(path: Path, trust_remote_code: bool) -> Any:
+    """Processor class from the folder's configs, built from PIL image processor + tokenizer."""
+    import transformers
+    from transformers import AutoImageProcessor, AutoTokenizer
+
+    settings = _processor_settings(path)
+    name = settings.pop("processor_class", None) or _tokenizer_config(path).get("processor_class")
+    if not name or not hasattr(transformers, name):
+        raise ValueError(f"no known processor_class in {path} (found {name!r})")
+    cls = image_only(getattr(transformers, name))
+    image_processor = AutoImageProcessor.from_pretrained(
+        str(path), backend="pil", trust_remote_code=trust_remote_code
+    )
+    tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
+    init = cls.__init__.__code__.co_varnames
+    kwargs = {k: v for k, v in settings.items() if k in init and k not in cls.get_attributes()}
+    template = _chat_template_file(path)
+    if template is not None:
+        kwargs["chat_template"] = template
+    return cls(image_processor=image_processor, tokenizer=tokenizer, **kwargs)
+
+
+def _processor_settings(path: Path) -> dict[str, Any]:
+    file = path / "processor_config.json"
+    if not file.is_file():
+        return {}
+    data = json.loads(file.read_text())
+    return {k: v for k, v in data.items() if not isinstance(v, dict) or k == "chat_template"}
+
+
+def _tokenizer_config(path: Path) -> dict[str, Any]:
+    file = path / "tokenizer_config.json"
+    return json.loads(file.read_text()) if file.is_file() else {}
+
+
+def _chat_template_file(path: Path) -> str | None:
+    file = path / "chat_template.jinja"
+    if file.is_file():
+        return file.read_text()
+    legacy = path / "chat_template.json"
+    if legacy.is_file():
+        return json.loads(legacy.read_text()).get("chat_template")
+    return None
+
+
+def image_backend(processor: Any) -> str:
+    """``"pil"`` when the image processor is a PIL one, else its class name."""
+    name = type(processor.image_processor).__name__
+    return "pil" if name.endswith("Pil") else name
+
+
+def _line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
