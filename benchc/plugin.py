@@ -43,6 +43,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="ID_OR_DIR",
         help="model under test: hub id or checkpoint folder (default: fixtures/tiny-vlm)",
     )
+    add(
+        "--model-args",
+        dest="benchc_model_args",
+        default=None,
+        metavar="K=V,...",
+        help="backend arguments, lm-eval style: device_map=auto,attn_implementation=sdpa,"
+        "max_pixels=401408 (hf); concurrency=8,rate_limit=5,top_logprobs=20 (openai)",
+    )
     add("--revision", dest="benchc_revision", default=None, help="hub revision of --model")
     add(
         "--trust-remote-code",

@@ -47,8 +47,33 @@ class BatchOutput:
     n_unparsed: np.ndarray | None = None
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can give, declared once instead of inferred from errors and ``None``s.
+
+    ``white_box``: option logits are exact letter log-probabilities (SPEC 2).
+    ``option_distribution``: how p is obtained -- ``"logits"`` (white-box next-token logits),
+    ``"logprobs"`` (a server's top-k log-probs, sampling proxy for a query whose letters fall
+    outside them) or ``"sampling"`` (SPEC 3 proxy only).
+    ``full_distribution``: ``forward(distribution=True)`` gives the full next-token
+    log-distribution (VSI's default).
+    ``top_k``: the largest ``forward(top_k=k)`` served (``None``: any k; 0: none), for VSI's
+    top-k variant.
+    ``vision_tower``: ``vision_features`` pools the model's own tower (the gap probe).
+    """
+
+    white_box: bool = True
+    option_distribution: str = "logits"
+    full_distribution: bool = True
+    top_k: int | None = None
+    vision_tower: bool = True
+
+
 class Backend(ABC):
     """A model that answers multiple-choice queries with option logits."""
+
+    #: What this backend can give (see :class:`Capabilities`).
+    capabilities: Capabilities = Capabilities()
 
     #: Stable identity of (weights, revision, dtype, prompt version) for result cache keys.
     fingerprint: str
@@ -81,4 +106,4 @@ class Backend(ABC):
     @property
     def white_box(self) -> bool:
         """True when option logits are exact (not a sampling estimate)."""
-        return True
+        return self.capabilities.white_box

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,11 +18,12 @@ import torch
 from PIL import Image
 
 from benchc.data.images import prepare
-from benchc.models.base import Backend, BatchOutput, Query
+from benchc.models.args import HF_ARGS, fingerprint_part
+from benchc.models.base import Backend, BatchOutput, Capabilities, Query
 from benchc.models.letters import require_letters, resolve_letters
 from benchc.models.processors import image_backend, load_processor
 from benchc.models.source import Source, folder_hash, resolve_source, slug
-from benchc.models.vision import pooled_vision_features
+from benchc.models.vision import find_vision_tower, pooled_vision_features
 from benchc.spec import LETTERS, PROMPT_VERSION, format_question
 
 log = logging.getLogger(__name__)
@@ -60,20 +61,28 @@ class HFBackend(Backend):
         batch_size: int = 16,
         image_size: int | None = None,
         attn_implementation: str | None = None,
+        model_args: Mapping[str, Any] | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        args = _checked_args(model_args, dtype, attn_implementation)
+        self.model_args = args
         self.source: Source = resolve_source(model_id_or_path, revision)
+        device_map = args.get("device_map")
         multi_gpu = device is None and torch.cuda.is_available() and torch.cuda.device_count() > 1
+        if multi_gpu and device_map is None:
+            device_map = "auto"
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
-        self.dtype = _resolve_dtype(dtype, self.device)
+        dtype = args.get("dtype", args.get("torch_dtype", dtype))
+        self.dtype = _resolve_dtype(None if dtype == "auto" else dtype, self.device)
         self.batch_size = batch_size
         self.image_size = image_size
         self.trust_remote_code = trust_remote_code
 
-        self.processor = _load_processor(self.source, trust_remote_code)
+        processor_kwargs = {k: v for k, v in args.items() if HF_ARGS[k].target == "processor"}
+        self.processor = _load_processor(self.source, trust_remote_code, processor_kwargs)
         self.tokenizer = self.processor.tokenizer
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
@@ -85,13 +94,20 @@ class HFBackend(Backend):
         self.model = _load_model(
             self.source,
             trust_remote_code=trust_remote_code,
-            dtype=self.dtype,
-            device_map="auto" if multi_gpu else None,
-            attn_implementation=attn_implementation,
+            dtype="auto" if dtype == "auto" else self.dtype,
+            device_map=device_map,
+            extra={
+                k: v
+                for k, v in args.items()
+                if HF_ARGS[k].target == "model" and k not in ("device_map", "dtype", "torch_dtype")
+            },
         )
-        if not multi_gpu:
+        if dtype == "auto":
+            self.dtype = next(self.model.parameters()).dtype
+        if device_map is None and "quantization" not in args:
             self.model.to(self.device)
         self.model.eval()
+        self.capabilities = Capabilities(vision_tower=_has_tower(self.model))
         self._input_device = next(self.model.parameters()).device
         params = inspect.signature(self.model.forward).parameters
         self._keep_kwargs = next(
@@ -107,10 +123,15 @@ class HFBackend(Backend):
         ident = self.source.revision or f"sha256-{folder_hash(self.source.path)[:16]}"
         dtype_name = str(self.dtype).removeprefix("torch.")
         size = f":img{image_size}" if image_size else ""
-        # Only a non-PIL image processor is named: existing PIL fingerprints stay valid.
+        # Only a non-PIL image processor and output-changing model args are named: existing
+        # fingerprints stay valid.
         images = image_backend(self.processor)
         images = "" if images == "pil" else f":{images}"
-        self.fingerprint = f"hf:{base}@{ident}:{dtype_name}:{PROMPT_VERSION}{size}{images}"
+        extra = fingerprint_part(
+            {k: v for k, v in args.items() if k not in ("dtype", "torch_dtype")}, "hf"
+        )
+        extra = f":{extra}" if extra else ""
+        self.fingerprint = f"hf:{base}@{ident}:{dtype_name}:{PROMPT_VERSION}{size}{images}{extra}"
 
     # ----------------------------------------------------------------------------- prompts
     def user_text(self, query: Query) -> str:
@@ -276,6 +297,14 @@ class HFBackend(Backend):
         return np.concatenate(parts).astype(np.float32)
 
 
+def _has_tower(model: torch.nn.Module) -> bool:
+    try:
+        find_vision_tower(model)
+    except ValueError:
+        return False
+    return True
+
+
 def _describe(query: Query, row: int) -> str:
     return f"sample {query.id!r} (batch row {row})" if query.id is not None else f"batch row {row}"
 
@@ -303,9 +332,34 @@ def _resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> tor
         raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}") from None
 
 
-def _load_processor(source: Source, trust_remote_code: bool) -> Any:
+def _checked_args(
+    model_args: Mapping[str, Any] | None, dtype: Any, attn_implementation: str | None
+) -> dict[str, Any]:
+    """Typed ``--model-args`` (see ``benchc.models.args``) merged with the keyword arguments."""
+    args = dict(model_args or {})
+    unknown = sorted(set(args) - set(HF_ARGS))
+    if unknown:
+        known = ", ".join(sorted(HF_ARGS))
+        raise ValueError(
+            f"unknown model args {', '.join(unknown)} for the hf backend; known: {known}"
+        )
+    given = args.get("dtype", args.get("torch_dtype"))
+    if given is not None and dtype is not None and str(dtype).removeprefix("torch.") != given:
+        raise ValueError(f"--dtype {dtype} and model args dtype={given} disagree; give one")
+    if attn_implementation is not None:
+        if args.get("attn_implementation", attn_implementation) != attn_implementation:
+            raise ValueError("attn_implementation given twice with different values")
+        args["attn_implementation"] = attn_implementation
+    return args
+
+
+def _load_processor(
+    source: Source, trust_remote_code: bool, kwargs: Mapping[str, Any] | None = None
+) -> Any:
     """The checkpoint's processor with the PIL image backend (``benchc.models.processors``)."""
-    processor = load_processor(source.path, source.spec, trust_remote_code=trust_remote_code)
+    processor = load_processor(
+        source.path, source.spec, trust_remote_code=trust_remote_code, **dict(kwargs or {})
+    )
     if getattr(processor, "image_processor", None) is None or not hasattr(processor, "tokenizer"):
         raise ValueError(
             f"checkpoint {source.spec!r} has no multimodal processor "
@@ -335,11 +389,14 @@ def _load_model(
     source: Source,
     *,
     trust_remote_code: bool,
-    dtype: torch.dtype,
+    dtype: torch.dtype | str,
     device_map: str | None,
-    attn_implementation: str | None,
+    extra: Mapping[str, Any],
 ) -> torch.nn.Module:
-    """Try the image-text-to-text auto class, then causal-LM (remote-code VLM families)."""
+    """Try the image-text-to-text auto class, then causal-LM (remote-code VLM families).
+
+    ``extra``: ``from_pretrained`` model args (``attn_implementation``, ``low_cpu_mem_usage``,
+    ``quantization`` = ``bnb-8bit`` / ``bnb-4bit``, turned into a ``BitsAndBytesConfig``)."""
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     folder = source.path
@@ -360,8 +417,11 @@ def _load_model(
     }
     if device_map is not None:
         kwargs["device_map"] = device_map
-    if attn_implementation is not None:
-        kwargs["attn_implementation"] = attn_implementation
+    for key, value in extra.items():
+        if key == "quantization":
+            kwargs["quantization_config"] = _quantization_config(value, dtype)
+        else:
+            kwargs[key] = value
     errors = []
     for auto in (AutoModelForImageTextToText, AutoModelForCausalLM):
         try:
@@ -369,3 +429,13 @@ def _load_model(
         except ValueError as err:  # "Unrecognized configuration class ..."
             errors.append(f"{auto.__name__}: {str(err).splitlines()[0]}")
     raise ValueError(f"checkpoint {source.spec!r}: no model class loads it ({'; '.join(errors)})")
+
+
+def _quantization_config(name: str, dtype: torch.dtype | str) -> Any:
+    """``bnb-8bit`` / ``bnb-4bit`` as a ``BitsAndBytesConfig`` (needs bitsandbytes and a GPU)."""
+    from transformers import BitsAndBytesConfig
+
+    if name == "bnb-8bit":
+        return BitsAndBytesConfig(load_in_8bit=True)
+    compute = dtype if isinstance(dtype, torch.dtype) else torch.bfloat16
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=compute)

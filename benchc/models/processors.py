@@ -40,29 +40,55 @@ def image_only(cls: type) -> type:
     return sub
 
 
-def load_processor(path: Path, spec: str, *, trust_remote_code: bool = False) -> Any:
-    """The processor of checkpoint folder ``path`` (``spec`` names it in errors), PIL backend."""
+def load_processor(
+    path: Path, spec: str, *, trust_remote_code: bool = False, **image_kwargs: Any
+) -> Any:
+    """The processor of checkpoint folder ``path`` (``spec`` names it in errors), PIL backend.
+
+    ``image_kwargs`` (``max_pixels``, ``min_pixels``) go to the image processor; one it does not
+    take is an error, never silently ignored.
+    """
     from transformers import AutoProcessor
 
     try:
-        return AutoProcessor.from_pretrained(
-            str(path), backend="pil", trust_remote_code=trust_remote_code
+        processor = AutoProcessor.from_pretrained(
+            str(path), backend="pil", trust_remote_code=trust_remote_code, **image_kwargs
         )
     except Exception as err:
         first = err
-    try:
-        processor = _assemble(path, trust_remote_code)
-    except Exception as err:
-        raise ValueError(
-            f"checkpoint {spec!r}: cannot load its processor with the PIL image backend "
-            f"({type(first).__name__}: {_line(first)}), nor assemble it image-only "
-            f"({type(err).__name__}: {_line(err)})"
-        ) from err
-    log.info("%s: processor assembled image-only (%s)", spec, _line(first))
+        try:
+            processor = _assemble(path, trust_remote_code, image_kwargs)
+        except Exception as err2:
+            raise ValueError(
+                f"checkpoint {spec!r}: cannot load its processor with the PIL image backend "
+                f"({type(first).__name__}: {_line(first)}), nor assemble it image-only "
+                f"({type(err2).__name__}: {_line(err2)})"
+            ) from err2
+        log.info("%s: processor assembled image-only (%s)", spec, _line(first))
+    _check_pixels(processor, spec, image_kwargs)
     return processor
 
 
-def _assemble(path: Path, trust_remote_code: bool) -> Any:
+#: Image-processor kwarg -> the ``size`` entry it sets (Qwen-VL style processors).
+_PIXEL_KEYS = {"max_pixels": "longest_edge", "min_pixels": "shortest_edge"}
+
+
+def _check_pixels(processor: Any, spec: str, image_kwargs: dict[str, Any]) -> None:
+    image_processor = getattr(processor, "image_processor", None)
+    size = getattr(image_processor, "size", None)
+    for key, value in image_kwargs.items():
+        field = _PIXEL_KEYS.get(key)
+        got = getattr(size, field, None) if size is not None and field else None
+        if got is None and isinstance(size, dict) and field:
+            got = size.get(field)
+        if got != value and getattr(image_processor, key, None) != value:
+            raise ValueError(
+                f"checkpoint {spec!r}: its image processor "
+                f"({type(image_processor).__name__}) does not take {key}"
+            )
+
+
+def _assemble(path: Path, trust_remote_code: bool, image_kwargs: dict[str, Any]) -> Any:
     """Processor class from the folder's configs, built from PIL image processor + tokenizer."""
     import transformers
     from transformers import AutoImageProcessor, AutoTokenizer
@@ -73,7 +99,7 @@ def _assemble(path: Path, trust_remote_code: bool) -> Any:
         raise ValueError(f"no known processor_class in {path} (found {name!r})")
     cls = image_only(getattr(transformers, name))
     image_processor = AutoImageProcessor.from_pretrained(
-        str(path), backend="pil", trust_remote_code=trust_remote_code
+        str(path), backend="pil", trust_remote_code=trust_remote_code, **image_kwargs
     )
     tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
     init = cls.__init__.__code__.co_varnames

@@ -90,6 +90,8 @@ class SuiteConfig:
     #: VSI region for samples without an annotation (SPEC 5): a locator name or "module:attr".
     region_locator: str = "none"
     degrade: dict[str, float] = field(default_factory=dict)
+    #: Typed ``--model-args`` (``benchc.models.args``), passed to the backend.
+    model_args: dict[str, Any] = field(default_factory=dict)
     worker_id: str | None = None
     #: Skip (and count) bad samples instead of failing on the first one.
     lenient: bool = False
@@ -179,11 +181,21 @@ class SuiteConfig:
             per_sample=bool(get("benchc_per_sample")),
             region_locator=region_locator,
             degrade=parse_degrade(get("benchc_degrade")),
+            model_args=_model_args(get("benchc_model_args"), model),
             worker_id=worker_id,
             lenient=bool(get("benchc_lenient")),
             allow_outside_root=bool(get("benchc_allow_outside_root")),
             lock_timeout=lock_timeout,
         )
+
+
+def _model_args(text: str | None, model: str) -> dict[str, Any]:
+    from benchc.models.args import parse_model_args
+
+    try:
+        return parse_model_args(text, model)
+    except ValueError as exc:
+        raise ConfigError(f"--model-args: {exc}") from None
 
 
 def _local_or_id(value: str, rootdir: Path) -> str:

@@ -56,6 +56,8 @@ def open_backend(cfg: SuiteConfig) -> Backend:
         kwargs["dtype"] = cfg.dtype
     if cfg.batch_size is not None:
         kwargs["batch_size"] = cfg.batch_size
+    if cfg.model_args:
+        kwargs["model_args"] = dict(cfg.model_args)
     try:
         backend = load_backend(cfg.model, **kwargs)
     except Exception as exc:

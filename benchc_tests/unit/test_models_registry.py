@@ -43,3 +43,34 @@ def test_register_rejects_a_second_factory_for_a_scheme() -> None:
     assert {"hf", "openai"} <= set(schemes())
     with pytest.raises(ValueError, match="already registered"):
         register("openai")(lambda rest, **kw: None)
+
+
+#: One model string per registered scheme; a new scheme must add one here.
+EXAMPLES = {"hf": str(tiny_model_dir()), "openai": "openai:m@http://127.0.0.1:9/v1"}
+
+
+@pytest.mark.parametrize("device", ["cpu", "auto"])
+def test_every_registered_backend_takes_the_suites_standard_arguments(device: str) -> None:
+    """The suite's own path (``open_backend``) with --device, --dtype, --batch-size set: no
+    backend may reject an argument the suite passes (``openai:`` once did with ``device``)."""
+    from benchc.models.registry import STANDARD_ARGS
+    from benchc.suite.config import SuiteConfig
+    from benchc.suite.session import open_backend
+
+    assert set(schemes()) <= set(EXAMPLES), "add an example model string for the new scheme"
+    assert {"device", "dtype", "batch_size", "model_args"} <= set(STANDARD_ARGS)
+    for scheme in schemes():
+        cfg = SuiteConfig(model=EXAMPLES[scheme], device=device, dtype="float32", batch_size=2)
+        backend = open_backend(cfg)
+        assert backend.batch_size == 2, scheme
+        # explicit capabilities, not inferred from errors
+        caps = backend.capabilities
+        assert caps.white_box == (scheme == "hf") and caps.vision_tower == (scheme == "hf")
+        assert caps.full_distribution == (scheme == "hf")
+
+
+def test_openai_rejects_what_a_server_cannot_honour() -> None:
+    with pytest.raises(ValueError, match="--revision has no meaning"):
+        load_backend(EXAMPLES["openai"], revision="abc")
+    with pytest.raises(ValueError, match="unknown model args device_map for the openai backend"):
+        load_backend(EXAMPLES["openai"], model_args={"device_map": "auto"})
