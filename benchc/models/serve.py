@@ -5,6 +5,8 @@ a local checkpoint stand in for a black-box API: ``python -m benchc.models.serve
 Each request runs one forward pass and samples ``n`` first tokens from the temperature-scaled
 next-token distribution (a reply may be any token, so unparsable replies are real), with a
 numpy RNG seeded from the request's ``seed`` or, without one, from the server seed and body.
+``logprobs: true`` with ``top_logprobs: k`` (k <= 20) adds OpenAI's per-token ``logprobs``
+entry: the chosen token and the top-k of the untempered distribution, as vLLM returns them.
 """
 
 from __future__ import annotations
@@ -70,6 +72,12 @@ class ChatServer(ThreadingHTTPServer):
             }
             for i, tid in enumerate(ids)
         ]
+        if body.get("logprobs"):
+            k = int(body.get("top_logprobs") or 0)
+            if not 0 <= k <= 20:
+                raise ValueError(f"top_logprobs must be in 0..20, got {k}")
+            for choice, tid in zip(choices, ids, strict=True):
+                choice["logprobs"] = {"content": [self._token_logprobs(logprobs, tid, k)]}
         return {
             "id": f"chatcmpl-{self.requests_served}",
             "object": "chat.completion",
@@ -78,6 +86,18 @@ class ChatServer(ThreadingHTTPServer):
             "choices": choices,
             "usage": {"completion_tokens": n},
         }
+
+    def _token_logprobs(self, logprobs: torch.Tensor, tid: int, k: int) -> dict:
+        """OpenAI's per-token ``logprobs`` entry: the chosen token and the top-k alternatives
+        of the (untempered) next-token distribution, as vLLM and OpenAI report them."""
+        decode = self.backend.tokenizer.decode
+
+        def entry(i: int) -> dict[str, Any]:
+            text = decode([i])
+            return {"token": text, "logprob": float(logprobs[i]), "bytes": list(text.encode())}
+
+        top_ids = torch.topk(logprobs, k).indices.tolist() if k else []
+        return {**entry(tid), "top_logprobs": [entry(i) for i in top_ids]}
 
 
 def _rng(body: dict, server_seed: int) -> np.random.Generator:

@@ -1,4 +1,8 @@
-"""The sampling proxy over real HTTP: a local server answering with the embedded tiny VLM."""
+"""The ``openai:`` backend over real HTTP: a local server answering with the embedded tiny VLM.
+
+Top-k log-probs are checked against the white-box HF path on the same model; the sampling proxy
+(SPEC 3) is checked on its own (``logprobs=False``) and as the per-query fallback.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from benchc.metrics.vsi import vsi_topk
 from benchc.models.base import Query
 from benchc.models.parse import parse_letter
-from benchc.models.proxy import OpenAIProxyBackend, ProxyError, image_data_url, jeffreys
+from benchc.models.proxy import (
+    PATH_LOGPROBS,
+    PATH_NO_LOGPROBS,
+    PATH_OUTSIDE_TOPK,
+    OpenAIProxyBackend,
+    ProxyError,
+    RateLimiter,
+    image_data_url,
+    jeffreys,
+    token_id,
+    token_letter,
+)
 from benchc.models.serve import ChatServer, build_server
 from benchc_tests.unit.test_models_hf import synthetic_queries, tiny_backend_cached
 
@@ -76,7 +92,7 @@ def server():
 
 
 def test_proxy_end_to_end_counts_and_determinism(server) -> None:
-    proxy = OpenAIProxyBackend("tiny", server.base_url, n_samples=20, concurrency=2)
+    proxy = OpenAIProxyBackend("tiny", server.base_url, n_samples=20, concurrency=2, logprobs=False)
     queries = synthetic_queries(3, seed=11)
     out = proxy.forward(queries)
     assert out.letter_counts.shape == (3, 4) and out.n_unparsed.shape == (3,)
@@ -162,7 +178,12 @@ def test_retries_with_backoff_then_succeeds_and_sends_key(flaky, monkeypatch) ->
     monkeypatch.setenv("BENCHC_TEST_KEY", "sekrit")
     flaky.fail = 2
     proxy = OpenAIProxyBackend(
-        "m", _url(flaky), n_samples=5, backoff_s=0.01, api_key_env="BENCHC_TEST_KEY"
+        "m",
+        _url(flaky),
+        n_samples=5,
+        backoff_s=0.01,
+        api_key_env="BENCHC_TEST_KEY",
+        logprobs=False,
     )
     out = proxy.forward([_query()])
     assert flaky.calls == 3
@@ -173,7 +194,9 @@ def test_retries_with_backoff_then_succeeds_and_sends_key(flaky, monkeypatch) ->
 
 def test_gives_up_after_retries_and_does_not_retry_client_errors(flaky) -> None:
     flaky.fail = 100
-    proxy = OpenAIProxyBackend("m", _url(flaky), n_samples=2, max_retries=2, backoff_s=0.01)
+    proxy = OpenAIProxyBackend(
+        "m", _url(flaky), n_samples=2, max_retries=2, backoff_s=0.01, logprobs=False
+    )
     with pytest.raises(ProxyError, match=r"sample 'q7' after 3 attempts"):
         proxy.forward([_query()])
     assert flaky.calls == 3
@@ -208,10 +231,134 @@ def test_serve_command_line_builds_an_equivalent_server(server) -> None:
     try:
         assert cli.base_url.startswith("http://127.0.0.1:") and cli.base_url.endswith("/v1")
         queries = synthetic_queries(2, seed=5)
-        theirs = OpenAIProxyBackend("tiny", cli.base_url, n_samples=50).forward(queries)
-        ours = OpenAIProxyBackend("tiny", server.base_url, n_samples=50).forward(queries)
+        theirs = OpenAIProxyBackend("tiny", cli.base_url, n_samples=50, logprobs=False)
+        ours = OpenAIProxyBackend("tiny", server.base_url, n_samples=50, logprobs=False)
+        theirs, ours = theirs.forward(queries), ours.forward(queries)
         np.testing.assert_array_equal(theirs.letter_counts, ours.letter_counts)
         np.testing.assert_array_equal(theirs.n_unparsed, ours.n_unparsed)
     finally:
         cli.shutdown()
         cli.server_close()
+
+
+# -- top-k log-probs: one request per query, checked against the white-box path --------------
+#: Largest |logprobs path - white-box| seen by the last run (printed for the report).
+MAX_DIFF: dict[str, float] = {}
+
+
+def _letters_in_top20(white, ks, letters) -> np.ndarray:
+    """Rows where each of the K letters has a variant in the white-box top 20."""
+    rows = []
+    for i, k in enumerate(ks):
+        top = set(white.top_ids[i].tolist())
+        rows.append(all(set(letters[c]) & top for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:k]))
+    return np.array(rows)
+
+
+def test_logprobs_distributions_equal_the_white_box_over_http(server) -> None:
+    queries = synthetic_queries(24, seed=13)
+    tiny = tiny_backend_cached()
+    white = tiny.forward(queries, top_k=20, distribution=True)
+    proxy = OpenAIProxyBackend("tiny", server.base_url, concurrency=2)
+    served = server.requests_served
+    out = proxy.forward(queries)
+    ks = [len(q.options) for q in queries]
+    inside = _letters_in_top20(white, ks, tiny.letters)
+    assert inside.sum() >= 20, "the trained tiny model keeps its letters in the top 20"
+    assert proxy.path_counts[PATH_LOGPROBS] == inside.sum()
+    assert proxy.path_counts[PATH_OUTSIDE_TOPK] == (~inside).sum()
+    # one request per query on the logprobs path (vs 20 samples for the proxy)
+    assert server.requests_served - served == len(queries) + (~inside).sum()
+    diffs_logit, diffs_p = [], []
+    for i in np.nonzero(inside)[0]:
+        k = ks[i]
+        # the option distribution p: within 1e-4 (a letter variant outside the top 20 carries
+        # less than the 20th token's mass, which moves p by far less)
+        p = np.exp(out.option_logits[i, :k]) / np.exp(out.option_logits[i, :k]).sum()
+        q = np.exp(white.option_logits[i, :k]) / np.exp(white.option_logits[i, :k]).sum()
+        np.testing.assert_allclose(p, q, atol=1e-4)
+        np.testing.assert_allclose(out.option_mass[i], white.option_mass[i], atol=1e-4)
+        diffs_p.append(np.abs(p - q).max())
+        # each letter's log-prob: the white-box logsumexp over its variants in the top 20
+        top = set(white.top_ids[i].tolist())
+        served_variants = [[t for t in tiny.letters["ABCDEFGHIJ"[j]] if t in top] for j in range(k)]
+        expected = [np.logaddexp.reduce(white.logprobs[i, ids]) for ids in served_variants]
+        np.testing.assert_allclose(out.option_logits[i, :k], expected, atol=1e-4)
+        diffs_logit.append(np.abs(out.option_logits[i, :k] - expected).max())
+    MAX_DIFF.update(option_logits=float(max(diffs_logit)), p=float(max(diffs_p)))
+    print(f"logprobs vs white-box over {inside.sum()} queries: {MAX_DIFF}")
+
+
+def _text_top_k(out, decode, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """White-box top-k as a server names it: by token text, equal texts merged, padded."""
+    ids, lps = [], []
+    for row_ids, row_lp in zip(out.top_ids.tolist(), out.top_logprobs.tolist(), strict=True):
+        merged: dict[str, float] = {}
+        for t, lp in zip(row_ids, row_lp, strict=True):
+            text = decode([t])
+            merged[text] = float(np.logaddexp(merged[text], lp)) if text in merged else lp
+        pairs = sorted(merged.items(), key=lambda p: (-p[1], p[0]))
+        pairs += [(f"\0pad{j}", -np.inf) for j in range(k - len(pairs))]
+        ids.append([token_id(t) for t, _ in pairs])
+        lps.append([lp for _, lp in pairs])
+    return np.array(ids, np.int64), np.array(lps, np.float32)
+
+
+def test_top_k_logprobs_give_the_top_k_vsi_variant(server) -> None:
+    """``forward(top_k=20)``: the served top 20 equal the white-box top 20 (named by text), so
+    VSI's top-k variant (``vsi_topk`` with k = 20, labelled ``vsi_top20``) matches the
+    white-box one computed on the same support."""
+    tiny = tiny_backend_cached()
+    clean = synthetic_queries(6, seed=17)
+    dark = [Query(q.image // 4, q.question, q.options, id=q.id) for q in clean]
+    proxy = OpenAIProxyBackend("tiny", server.base_url)
+    served = [proxy.forward(qs, top_k=20) for qs in (clean, dark)]
+    white = [
+        _text_top_k(tiny.forward(qs, top_k=20), tiny.tokenizer.decode, 20) for qs in (clean, dark)
+    ]
+    for s_out, (w_ids, w_lps) in zip(served, white, strict=True):
+        np.testing.assert_array_equal(s_out.top_ids, w_ids)
+        np.testing.assert_allclose(s_out.top_logprobs, w_lps, atol=1e-5)
+    served_vsi = vsi_topk(
+        served[0].top_ids, served[0].top_logprobs, served[1].top_ids, served[1].top_logprobs
+    )
+    white_vsi = vsi_topk(white[0][0], white[0][1], white[1][0], white[1][1])
+    np.testing.assert_allclose(served_vsi, white_vsi, atol=1e-4)
+    assert np.all(served_vsi >= 0) and np.any(served_vsi > 0)
+    with pytest.raises(NotImplementedError, match="no full next-token distribution"):
+        proxy.forward(clean, distribution=True)
+    with pytest.raises(NotImplementedError, match="top_k=21"):
+        proxy.forward(clean, top_k=21)
+
+
+def test_server_without_logprobs_falls_back_to_sampling_per_query(flaky) -> None:
+    """The flaky server answers "B" without log-probs: the first query learns that (one extra
+    request), every query is scored by the sampling proxy, and the counts say so."""
+    proxy = OpenAIProxyBackend("m", _url(flaky), n_samples=5, concurrency=1)
+    out = proxy.forward([_query(), _query()])
+    np.testing.assert_array_equal(out.letter_counts, [[0, 5, 0, 0], [0, 5, 0, 0]])
+    assert proxy.path_counts == {PATH_NO_LOGPROBS: 2}
+    assert flaky.calls == 1 + 2  # one logprobs request, then one sampling request per query
+    with pytest.raises(NotImplementedError, match="returned no top_logprobs"):
+        OpenAIProxyBackend("m", _url(flaky)).forward([_query()], top_k=5)
+
+
+@pytest.mark.parametrize(
+    ("token", "letter"),
+    [("A", "A"), (" B", "B"), ("\u2581C", "C"), ("\u0120D", "D"), ("a", None), ("AB", None),
+     ("  A", None), ("A.", None), ("", None)],
+)  # fmt: skip
+def test_token_letter_reads_the_spec_variants(token: str, letter: str | None) -> None:
+    assert token_letter(token) == letter
+
+
+def test_rate_limit_spaces_request_starts() -> None:
+    import time
+
+    limiter = RateLimiter(50.0)
+    start = time.monotonic()
+    for _ in range(6):
+        limiter.wait()
+    assert time.monotonic() - start >= 5 / 50 - 1e-3
+    with pytest.raises(ValueError, match="rate_limit must be > 0"):
+        OpenAIProxyBackend("m", "http://x", rate_limit=0)
