@@ -220,11 +220,13 @@ def bench_config(args: argparse.Namespace) -> None:
     torch.manual_seed(0)
     start = time.perf_counter()
     with torch.device(device):
-        model = AutoModelForImageTextToText.from_config(cfg, dtype=dtype).eval()
+        model = AutoModelForImageTextToText.from_config(
+            cfg, dtype=dtype, attn_implementation=args.attn
+        ).eval()
     n_params = sum(p.numel() for p in model.parameters())
     print(
         f"{args.config}{' (shrunk)' if args.shrink else ''}: {type(model).__name__}, "
-        f"{n_params / 1e9:.3f} B params, {dtype}, {device}, built in "
+        f"{n_params / 1e9:.3f} B params, {dtype}, {device}, attention {args.attn}, built in "
         f"{time.perf_counter() - start:.1f} s"
     )
     peak = args.peak_tflops
@@ -265,6 +267,14 @@ def bench_config(args: argparse.Namespace) -> None:
             f"batch {bs:>3}: {rate:8.2f} samples/s ({rate / rates[ref_bs][0]:5.2f}x batch "
             f"{ref_bs}), {tflops:7.2f} TFLOP/s{frac}"
         )
+    best_bs, (best_rate, _) = max(rates.items(), key=lambda kv: kv[1][0])
+    # the grid: every sample under every condition, plus VSI's clean and blurred passes
+    passes = args.grid_samples * (args.grid_conditions + 2)
+    print(
+        f"whole grid ({args.grid_samples} samples x {args.grid_conditions} conditions + 2 VSI "
+        f"passes = {passes} forwards) at batch {best_bs}: {passes / best_rate / 3600:.2f} h "
+        "of model time on this device (corruptions overlap on the CPU workers)"
+    )
 
 
 def _sync(device: str) -> None:
@@ -290,6 +300,11 @@ def main() -> None:
     conf.add_argument("--repeat", type=int, default=3)
     conf.add_argument("--peak-tflops", type=float, default=None)
     conf.add_argument("--shrink", action="store_true", help="tiny widths: smoke-test on CPU")
+    conf.add_argument(
+        "--attn", default="sdpa", help="attention kernel: sdpa, eager, flash_attention_2"
+    )
+    conf.add_argument("--grid-samples", type=int, default=849)
+    conf.add_argument("--grid-conditions", type=int, default=96, help="clean + 19 x 5 cells")
     args = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     bench_cpu(args) if args.mode == "cpu" else bench_config(args)
