@@ -21,7 +21,7 @@ from benchc.data.images import prepare
 from benchc.models.args import HF_ARGS, fingerprint_part
 from benchc.models.base import Backend, BatchOutput, Capabilities, Query
 from benchc.models.letters import require_letters, resolve_letters
-from benchc.models.processors import image_backend, load_processor
+from benchc.models.processors import image_backend, load_processor, render_chat
 from benchc.models.source import Source, folder_hash, resolve_source, slug
 from benchc.models.vision import find_vision_tower, pooled_vision_features
 from benchc.spec import LETTERS, PROMPT_VERSION, format_question
@@ -143,8 +143,8 @@ class HFBackend(Backend):
         messages = [
             {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": user_text}]}
         ]
-        return self.processor.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=False, **self._template_kwargs
+        return render_chat(
+            self.processor, messages, add_generation_prompt=True, **self._template_kwargs
         )
 
     def length_key(self, query: Query) -> tuple[int, ...]:

@@ -34,7 +34,9 @@ def image_only(cls: type) -> type:
     def get_attributes(klass: type) -> list[str]:
         return [a for a in cls.get_attributes() if a != VIDEO]
 
-    sub = type(cls.__name__, (cls,), {"get_attributes": get_attributes, VIDEO: None})
+    sub = type(
+        cls.__name__, (cls,), {"get_attributes": get_attributes, VIDEO: None, "image_only": True}
+    )
     sub.__module__ = cls.__module__
     sub.__doc__ = f"{cls.__name__} without a video processor (benchc scores images only)."
     return sub
@@ -104,6 +106,8 @@ def _assemble(path: Path, trust_remote_code: bool, image_kwargs: dict[str, Any])
     tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
     init = cls.__init__.__code__.co_varnames
     kwargs = {k: v for k, v in settings.items() if k in init and k not in cls.get_attributes()}
+    if VIDEO in init:  # some processors (SmolVLM) require the argument, even as None
+        kwargs[VIDEO] = None
     template = _chat_template_file(path)
     if template is not None:
         kwargs["chat_template"] = template
@@ -131,6 +135,22 @@ def _chat_template_file(path: Path) -> str | None:
     if legacy.is_file():
         return json.loads(legacy.read_text()).get("chat_template")
     return None
+
+
+def render_chat(processor: Any, messages: list[dict], **kwargs: Any) -> str:
+    """The chat-templated prompt text (generation prompt and ``kwargs`` as given).
+
+    An image-only processor whose ``apply_chat_template`` reads its absent video processor
+    (SmolVLM asks it for frame defaults) renders the same template through its tokenizer.
+    """
+    try:
+        return processor.apply_chat_template(messages, tokenize=False, **kwargs)
+    except AttributeError:
+        if not getattr(processor, "image_only", False):
+            raise
+    return processor.tokenizer.apply_chat_template(
+        messages, chat_template=processor.chat_template, tokenize=False, **kwargs
+    )
 
 
 def image_backend(processor: Any) -> str:

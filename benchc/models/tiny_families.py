@@ -436,6 +436,16 @@ _IDEFICS_SPECIALS = [
 ]
 
 
+_IDEFICS_TEMPLATE = chat_template(
+    prefix="<|im_start|>",
+    turn="{role}:",
+    end="<end_of_utterance>\\n",
+    image="<image>",
+    user="User",
+    assistant="Assistant",
+)
+
+
 def build_idefics3(out: Path, seed: int = 0) -> Path:
     from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3Processor
     from transformers.models.idefics3.image_processing_pil_idefics3 import (
@@ -457,14 +467,7 @@ def build_idefics3(out: Path, seed: int = 0) -> Path:
         ),
         tokenizer=tok,
         image_seq_len=4,
-        chat_template=chat_template(
-            prefix="<|im_start|>",
-            turn="{role}:",
-            end="<end_of_utterance>\\n",
-            image="<image>",
-            user="User",
-            assistant="Assistant",
-        ),
+        chat_template=_IDEFICS_TEMPLATE,
     )
     config = Idefics3Config(
         vision_config={k: v for k, v in _TOWER.items()},
@@ -473,6 +476,44 @@ def build_idefics3(out: Path, seed: int = 0) -> Path:
         scale_factor=2,
     )
     return _save(out, _seeded(Idefics3ForConditionalGeneration, config, seed), processor)
+
+
+def build_smolvlm(out: Path, seed: int = 0) -> Path:
+    from transformers import SmolVLMConfig, SmolVLMForConditionalGeneration, SmolVLMProcessor
+    from transformers.models.smolvlm.image_processing_pil_smolvlm import (
+        SmolVLMImageProcessorPil,
+    )
+
+    tok = make_tokenizer(
+        _IDEFICS_SPECIALS,
+        bos="<|im_start|>",
+        eos="<end_of_utterance>",
+        pad="<|endoftext|>",
+        attrs={
+            "image_token": "<image>",
+            "fake_image_token": "<fake_token_around_image>",
+            "global_image_token": "<global-img>",
+            "end_of_utterance_token": "<end_of_utterance>",
+        },
+    )
+    processor = image_only(SmolVLMProcessor)(
+        image_processor=SmolVLMImageProcessorPil(
+            size={"longest_edge": 64},
+            max_image_size={"longest_edge": 32},
+            do_image_splitting=True,
+        ),
+        tokenizer=tok,
+        video_processor=None,
+        image_seq_len=4,
+        chat_template=_IDEFICS_TEMPLATE,
+    )
+    config = SmolVLMConfig(
+        vision_config=dict(_TOWER),
+        text_config=_llama_text(tok),
+        image_token_id=tok.convert_tokens_to_ids("<image>"),
+        scale_factor=2,
+    )
+    return _save(out, _seeded(SmolVLMForConditionalGeneration, config, seed), processor)
 
 
 # -- Gemma 3, PaliGemma ------------------------------------------------------------------------
@@ -711,6 +752,12 @@ FAMILIES: dict[str, Family] = {
             "and the global view (padding crops dropped)",
         ),
         Family(
+            "smolvlm",
+            build_smolvlm,
+            "SigLIP-style tower, last layer (post-layernorm), patch tokens of every real crop "
+            "and the global view (padding crops dropped)",
+        ),
+        Family(
             "gemma3",
             build_gemma3,
             "SigLIP tower, last layer (post-layernorm), all patch tokens before the 2x2 pooling",
@@ -758,16 +805,6 @@ def _llama4_image_processor() -> None:
     transformers.Llama4ImageProcessor()
 
 
-def _smolvlm_processor() -> None:
-    from transformers import SmolVLMProcessor
-    from transformers.models.smolvlm.image_processing_pil_smolvlm import SmolVLMImageProcessorPil
-
-    tok = make_tokenizer(_IDEFICS_SPECIALS, eos="<end_of_utterance>", pad="<|endoftext|>")
-    image_only(SmolVLMProcessor)(
-        image_processor=SmolVLMImageProcessorPil(), tokenizer=tok, video_processor=None
-    )
-
-
 #: Family -> (why it cannot run with torch 2.13 CPU and no torchvision, a call that raises for
 #: exactly that reason). ``test_architectures`` runs each check, so the list cannot go stale.
 UNSUPPORTED: dict[str, tuple[str, Callable[[], None]]] = {
@@ -779,11 +816,6 @@ UNSUPPORTED: dict[str, tuple[str, Callable[[], None]]] = {
     "llama4": (
         "Llama4ImageProcessor has no PIL version and requires torchvision",
         _llama4_image_processor,
-    ),
-    "smolvlm": (
-        "SmolVLMProcessor requires num2words (not a benchc dependency); the Idefics3 row covers "
-        "its architecture",
-        _smolvlm_processor,
     ),
 }
 

@@ -69,11 +69,7 @@ def queries() -> list[Query]:
 def _brute_force(backend: HFBackend, query: Query) -> torch.Tensor:
     """float64 (V,) next-token log-probs of one sample: the processor, the chat template and a
     plain full-logits forward, nothing of the backend's batching, keeping or casting."""
-    text = backend.user_text(query)
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
-    prompt = backend.processor.apply_chat_template(
-        messages, add_generation_prompt=True, tokenize=False, **backend._template_kwargs
-    )
+    prompt = backend.render(backend.user_text(query))
     bos = backend.tokenizer.bos_token
     inputs = backend.processor(
         images=[[Image.fromarray(query.image)]],
@@ -197,7 +193,7 @@ def test_unsupported_family_reason_still_holds(name) -> None:
     assert unsupported_reason(name) == reason
     with pytest.raises(Exception) as info:
         check()
-    assert any(word in str(info.value) for word in ("torchvision", "Torchvision", "num2words")), (
+    assert "torchvision" in str(info.value).lower(), (
         f"{name}: failed for another reason than the README states: {info.value}"
     )
 
