@@ -415,7 +415,7 @@ def _notes(config: pytest.Config) -> list[str]:
     state = _session(config)
     notes = list(config.stash.get(NOTES, []))
     if state.started:
-        notes += [n for n in run_notes(state.run) if n not in notes]
+        notes += [n for n in run_notes(state.run) + state.backend.notes() if n not in notes]
     return notes
 
 

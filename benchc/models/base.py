@@ -103,6 +103,11 @@ class Backend(ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} exposes no vision tower")
 
+    def notes(self) -> list[str]:
+        """Facts about this process's queries for the run summary (e.g. which path scored
+        them); none by default."""
+        return []
+
     @property
     def white_box(self) -> bool:
         """True when option logits are exact (not a sampling estimate)."""

@@ -254,6 +254,13 @@ class OpenAIProxyBackend(Backend):
             out["top_logprobs"] = np.array([[lp for _, lp in r] for r in padded], np.float32)
         return BatchOutput(**out)
 
+    def notes(self) -> list[str]:
+        """How many queries each path scored (logprobs: one request each; sampling: N)."""
+        if not self.path_counts:
+            return []
+        parts = ", ".join(f"{n} by {path}" for path, n in sorted(self.path_counts.items()))
+        return [f"{self.name} over {self.base_url}: queries scored {parts}"]
+
     # ------------------------------------------------------------------------ per query
     def _score(self, query: Query) -> dict:
         """One query's option logits (and its top-k when served), by the first path that works."""

@@ -33,6 +33,8 @@ from benchc.models.proxy import (
 from benchc.models.serve import ChatServer, build_server
 from benchc_tests.unit.test_models_hf import synthetic_queries, tiny_backend_cached
 
+pytest_plugins = ["pytester"]
+
 OPTIONS = ("red", "blue", "green", "yellow")
 
 
@@ -362,3 +364,36 @@ def test_rate_limit_spaces_request_starts() -> None:
     assert time.monotonic() - start >= 5 / 50 - 1e-3
     with pytest.raises(ValueError, match="rate_limit must be > 0"):
         OpenAIProxyBackend("m", "http://x", rate_limit=0)
+
+
+def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) -> None:
+    """``pytest --model=openai:<model>@<url> --device=cpu`` (a TypeError before): 4 samples x 1
+    cell over real HTTP, the cases and model gates recorded, VSI skipped as not applicable,
+    and the summary says how many queries each path scored."""
+    from benchc.data import save_jsonl
+    from benchc.data.synthetic import generate
+    from benchc_tests.unit.suite_project import make_suite_project
+
+    data = tmp_path / "four"
+    save_jsonl(generate(4, 11), data)
+    project = make_suite_project(pytester)
+    result = project.runpytest_inprocess(
+        "suite",
+        f"--model=openai:tiny@{server.base_url}",
+        "--device=cpu",
+        "--dtype=float32",
+        "--model-args=concurrency=2,rate_limit=200",
+        f"--dataset={data}",
+        "--corruptions=pixelate",
+        "--severities=2",
+        f"--results-dir={tmp_path / 'results'}",
+        f"--cache-dir={tmp_path / 'cache'}",
+        f"--thresholds-dir={tmp_path / 'thresholds'}",
+        "--snapshot-update",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(passed=1 + 4, skipped=2)
+    result.stdout.fnmatch_lines(
+        ["*note: tiny over http://127.0.0.1:*: queries scored * by logprobs*"]
+    )
