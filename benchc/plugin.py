@@ -210,11 +210,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _quiet_progress_bars() -> None:
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    if "transformers" in sys.modules:  # already imported: the env var was read at import
+    if "transformers" in sys.modules:  # already imported: it read the environment then
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
+    else:
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 def _session(config: pytest.Config) -> SuiteSession:

@@ -193,3 +193,42 @@ def test_baseline_warnings_name_below_chance_and_low_option_mass(tmp_path):
     notes = run_notes(run)
     assert any("1 of 6 regions found by the locator" in x for x in notes)
     assert any("2 of 6 samples have no region" in x and ids[2] in x for x in notes)
+
+
+def test_pickle_only_checkpoint_is_one_clear_line(project, tmp_path):
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    ckpt = tmp_path / "pickled-vlm"
+    shutil.copytree(MODEL, ckpt)
+    torch.save(load_file(ckpt / "model.safetensors"), ckpt / "pytorch_model.bin")
+    (ckpt / "model.safetensors").unlink()
+    data = write_jsonl(project.path / "src")
+    args = _args(project.path, data)
+    args[1] = f"--model={ckpt}"
+    line = _usage_error(project.runpytest_inprocess(*args))
+    assert "this checkpoint has no safetensors weights (only pickled pytorch_model.bin)" in line
+
+
+def test_quiet_run_prints_no_weight_loading_bar(project):
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    def bars_on() -> None:
+        with warnings.catch_warnings():  # an outer `pytest -q` disabled them through the env
+            warnings.simplefilter("ignore", UserWarning)
+            hf_logging.enable_progress_bar()
+
+    data = write_jsonl(project.path / "src", set_field("question", "<|im_start|>x"))
+    try:
+        bars_on()
+        loud = project.runpytest_inprocess(*_args(project.path, data))
+        assert "Loading weights" in loud.stderr.str()  # the bar this test is about
+        quiet = project.runpytest_inprocess(*_args(project.path, data), "-q")
+        assert quiet.ret == pytest.ExitCode.USAGE_ERROR
+        assert "Loading weights" not in quiet.stderr.str() + quiet.stdout.str()
+    finally:
+        bars_on()
