@@ -20,6 +20,7 @@ from benchc.suite.session import LoadError, SuiteSession
 SESSION = pytest.StashKey[SuiteSession]()
 RUN_DIRS = pytest.StashKey[set]()
 NOTES = pytest.StashKey[list]()
+LOAD_ERROR = pytest.StashKey[str]()
 
 #: Model-level figures with one test each.
 MODEL_FIGURES = ("ras", "r_c", "r_w", "mixed_cell_rate")
@@ -266,7 +267,14 @@ def pytest_collection_modifyitems(
         _ = state.backend
         _check_model_inputs(state)
     except LoadError as exc:
-        raise pytest.UsageError(f"benchc: {exc}") from None
+        if _worker_id(config) is None:
+            raise pytest.UsageError(f"benchc: {exc}") from None
+        # an xdist worker cannot raise a usage error (the controller reports a crash): it
+        # runs none of the suite's cases and hands the one message to the controller
+        config.stash[LOAD_ERROR] = f"benchc: {exc}"
+        suite = [i for i in items if _is_suite_item(i)]
+        config.hook.pytest_deselected(items=suite)
+        items[:] = [i for i in items if not _is_suite_item(i)]
 
 
 def _check_model_inputs(state: SuiteSession) -> None:
@@ -389,6 +397,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if workeroutput is not None:  # an xdist worker hands its run folder to the controller
         workeroutput["benchc_run_dirs"] = sorted(config.stash[RUN_DIRS])
         workeroutput["benchc_notes"] = _notes(config)
+        if LOAD_ERROR in config.stash:
+            workeroutput["benchc_error"] = config.stash[LOAD_ERROR]
+        return
+    if LOAD_ERROR in config.stash:  # a worker could not use the model or dataset
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        print(f"ERROR: {config.stash[LOAD_ERROR]}", file=sys.stderr)
         return
     cfg = _session(config).cfg
     if cfg.report is not None and config.stash[RUN_DIRS]:
@@ -403,6 +417,9 @@ def pytest_testnodedown(node, error) -> None:
     dirs = getattr(node, "workeroutput", {}).get("benchc_run_dirs", [])
     if SESSION in node.config.stash:
         node.config.stash[RUN_DIRS].update(dirs)
+        error = getattr(node, "workeroutput", {}).get("benchc_error")
+        if error:
+            node.config.stash[LOAD_ERROR] = error
         notes = node.config.stash.setdefault(NOTES, [])
         notes.extend(
             n for n in getattr(node, "workeroutput", {}).get("benchc_notes", []) if n not in notes

@@ -232,3 +232,15 @@ def test_quiet_run_prints_no_weight_loading_bar(project):
         assert "Loading weights" not in quiet.stderr.str() + quiet.stdout.str()
     finally:
         bars_on()
+
+
+def test_model_level_bad_input_under_xdist_is_one_line(project):
+    """xdist workers load the model, not the controller: a worker that finds a bad sample runs
+    nothing and the controller ends the run with the one usage error."""
+    data = write_jsonl(project.path / "src", set_field("question", "<|im_start|>x"))
+    result = project.runpytest_inprocess(*_args(project.path, data), "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    out = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in out and "Traceback" not in out
+    assert result.stderr.str().count("special token '<|im_start|>'") == 1
+    assert "sample 'b'" in result.stderr.str()
