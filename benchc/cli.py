@@ -1,4 +1,5 @@
-"""The ``benchc`` command: ``benchc select ...`` (testbed selection) and ``benchc report ...``.
+"""The ``benchc`` command: ``benchc select`` (testbed selection), ``benchc report`` and
+``benchc compare`` (report pages of stored runs).
 
 The robustness suite itself runs under pytest (``pytest --model=...``); this command covers
 what happens around it: building a testbed and re-reading a stored run.
@@ -12,13 +13,24 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
+def _runs_under(parser: argparse.ArgumentParser, paths: Sequence[Path]) -> list[Path]:
+    from benchc.results.reader import find_runs
+
+    runs: list[Path] = []
+    for path in paths:
+        found = find_runs(path)
+        if not found:
+            parser.error(f"{path}: no benchc results folder (manifest.json) found")
+        runs.extend(found)
+    return runs
+
+
 def _report(argv: Sequence[str]) -> int:
     from benchc.report import write_report
-    from benchc.results import StoreError
 
     parser = argparse.ArgumentParser(
         prog="benchc report",
-        description="Write a text summary and severity plots of stored results folders.",
+        description="Write report.html (self-contained) and report.json of stored runs.",
     )
     parser.add_argument(
         "runs",
@@ -26,37 +38,65 @@ def _report(argv: Sequence[str]) -> int:
         type=Path,
         help="results folders (<results-dir>/<model>/<dataset>-<hash>) or a --results-dir",
     )
-    parser.add_argument("--out", type=Path, default=Path("report"), help="output folder")
     parser.add_argument(
-        "--thresholds-dir", type=Path, default=None, help="also show cell gates vs snapshots"
+        "--out", type=Path, default=Path("report"), help="output folder (default ./report)"
     )
+    parser.add_argument(
+        "--baseline",
+        "--thresholds-dir",
+        dest="baseline",
+        type=Path,
+        default=None,
+        metavar="THRESHOLDS_DIR",
+        help="threshold snapshots to overlay and check the gates against (e.g. thresholds/)",
+    )
+    parser.add_argument("--no-images", action="store_true", help="skip the drill-down thumbnails")
     args = parser.parse_args(list(argv))
-    runs: list[Path] = []
-    for path in args.runs:
-        found = [p.parent for p in sorted(path.glob("**/manifest.json"))]
-        if not found:
-            parser.error(f"{path}: no benchc results folder (manifest.json) found")
-        runs.extend(found)
+    runs = _runs_under(parser, args.runs)
     for run_dir in runs:
-        try:
-            target = write_report(run_dir, args.out, thresholds_dir=args.thresholds_dir)
-        except (StoreError, OSError, ValueError) as exc:  # a damaged store: one clear line
-            print(
-                f"benchc report: {run_dir}: cannot read this results folder: {exc}\n"
-                "  rerun the suite with the same --results-dir to recompute damaged entries",
-                file=sys.stderr,
-            )
-            return 1
-        print((target / "summary.txt").read_text(), end="")
-        print(f"-> {target}")
+        out = args.out if len(runs) == 1 else args.out / f"{run_dir.parent.name}-{run_dir.name}"
+        page = write_report(run_dir, out, thresholds_dir=args.baseline, images=not args.no_images)
+        print(f"{run_dir} -> {page}")
+    return 0
+
+
+def _compare(argv: Sequence[str]) -> int:
+    from benchc.report import compare_runs
+
+    parser = argparse.ArgumentParser(
+        prog="benchc compare",
+        description="One report page with two or more stored runs side by side "
+        "(two checkpoints, or one checkpoint on two datasets).",
+    )
+    parser.add_argument("runs", nargs="+", type=Path, help="results folders (two or more runs)")
+    parser.add_argument(
+        "--out", type=Path, default=Path("compare"), help="output folder (default ./compare)"
+    )
+    parser.add_argument(
+        "--labels", default=None, help="comma-separated names of the runs, in order"
+    )
+    parser.add_argument("--no-images", action="store_true", help="skip the drill-down thumbnails")
+    args = parser.parse_args(list(argv))
+    runs = _runs_under(parser, args.runs)
+    if len(runs) < 2:
+        parser.error(f"compare needs two or more runs, found {len(runs)} under {args.runs}")
+    labels = args.labels.split(",") if args.labels else None
+    if labels is not None and len(labels) != len(runs):
+        parser.error(f"--labels names {len(labels)} runs, {len(runs)} were found")
+    page = compare_runs(runs, args.out, labels=labels, images=not args.no_images)
+    print(f"{len(runs)} runs -> {page}")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"select": "choose a corruption-responsive testbed", "report": "report a run"}
+    commands = {
+        "select": "choose a corruption-responsive testbed",
+        "report": "report.html + report.json of a stored run",
+        "compare": "one report page with stored runs side by side",
+    }
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
-        lines = ["usage: benchc {select,report} ...", ""]
+        lines = ["usage: benchc {select,report,compare} ...", ""]
         lines += [f"  {name:<8} {text}" for name, text in commands.items()]
         lines += ["", "the suite itself: pytest --model=<hub id or folder> (see README)"]
         print(
@@ -69,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchc.select.cli import main as select_main
 
         return int(select_main(rest) or 0)
+    if command == "compare":
+        return _compare(rest)
     return _report(rest)
 
 

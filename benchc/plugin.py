@@ -21,6 +21,7 @@ SESSION = pytest.StashKey[SuiteSession]()
 RUN_DIRS = pytest.StashKey[set]()
 NOTES = pytest.StashKey[list]()
 LOAD_ERROR = pytest.StashKey[str]()
+VERDICTS = pytest.StashKey[list]()
 
 #: Model-level figures with one test each.
 MODEL_FIGURES = ("ras", "r_c", "r_w", "mixed_cell_rate")
@@ -136,7 +137,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="benchc_report",
         default=None,
         metavar="DIR",
-        help="write a text summary and severity-trajectory plots to DIR",
+        help="write DIR/report.html (self-contained) and DIR/report.json at the end of the run",
     )
     add(
         "--per-sample",
@@ -206,6 +207,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     config.stash[SESSION] = SuiteSession(cfg)
     config.stash[RUN_DIRS] = set()
+    config.stash[VERDICTS] = []
     if config.get_verbosity() < 0:  # -q: no weight-loading bars
         _quiet_progress_bars()
 
@@ -404,12 +406,38 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         print(f"ERROR: {config.stash[LOAD_ERROR]}", file=sys.stderr)
         return
-    cfg = _session(config).cfg
-    if cfg.report is not None and config.stash[RUN_DIRS]:
-        from benchc.report import write_report
+    _write_reports(config)
 
-        for run_dir in sorted(config.stash[RUN_DIRS]):
-            write_report(Path(run_dir), cfg.report, thresholds_dir=cfg.thresholds_dir)
+
+def _write_reports(config: pytest.Config) -> None:
+    """``--report DIR``: the HTML page and JSON of this run with its gate verdicts; the
+    Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it."""
+    from benchc.report import ci
+
+    cfg = _session(config).cfg
+    verdicts = list(config.stash.get(VERDICTS, [])) or None
+    dirs = [Path(d) for d in sorted(config.stash[RUN_DIRS])]
+    page = None
+    if cfg.report is not None and dirs:
+        from benchc.report import compare_runs, write_report
+
+        try:
+            from benchc.suite.gate import record_command
+        except ImportError:  # the gates moved it: the report then builds one from the manifest
+            record_command = None
+        if len(dirs) == 1:
+            page = write_report(
+                dirs[0],
+                cfg.report,
+                thresholds_dir=cfg.thresholds_dir,
+                verdicts=verdicts,
+                verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
+                record_command=record_command(cfg) if record_command else None,
+            )
+        else:
+            page = compare_runs(dirs, cfg.report)
+    if verdicts:
+        ci.write_step_summary(verdicts, report=str(page) if page else None)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -458,7 +486,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(f"note: {note}", yellow=True)
     cfg = _session(config).cfg
     if cfg.report is not None and dirs:
-        terminalreporter.write_line(f"report: {cfg.report}")
+        terminalreporter.write_line(f"report: {Path(cfg.report) / 'report.html'}")
     if improved:
         terminalreporter.write_line(
             f"{len(improved)} figure(s) improved beyond tolerance (not failures; "

@@ -35,13 +35,9 @@ from benchc.metrics import GridMetrics, compute_grid
 from benchc.models.base import Backend, Query
 from benchc.models.collate import score
 from benchc.results import ResultStore, RunKey, StoreError
+from benchc.results.reader import SAMPLES, VSI, stack_conditions
 from benchc.results.store import StoreRepairWarning
 from benchc.suite.config import SuiteConfig
-
-#: Stored name of the per-sample table (ids, answers, option counts).
-SAMPLES = "samples"
-#: Stored name of the VSI arrays.
-VSI = "vsi-region-blur"
 
 
 class SuiteRun:
@@ -215,11 +211,9 @@ class SuiteRun:
         if len(keys) != len(corruptions) * len(severities):
             raise ValueError(f"conditions {keys} do not form a full corruption x severity grid")
         clean = self.condition(spec.CLEAN)["option_logits"]
-        n = len(self.dataset)
-        cube = np.empty((n, len(corruptions), len(severities), self.k_max), dtype=np.float32)
-        for i, c in enumerate(corruptions):
-            for j, s in enumerate(severities):
-                cube[:, i, j] = self.condition(spec.condition_key(c, s))["option_logits"]
+        cube = stack_conditions(
+            lambda key: self.condition(key)["option_logits"], corruptions, severities
+        )
         grid = compute_grid(
             clean,
             cube,

@@ -7,6 +7,7 @@ configuration is small (a few samples, two cells) so the whole module stays fast
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -156,20 +157,20 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
         and b'"se"' in recorded["test_cell-fog-2.json"]
     )
 
-    # 3. The same model passes, and --report writes the summary and plots.
+    # 3. The same model passes, and --report writes the page and its JSON, baseline overlaid.
     report = root / "report"
     result = project.runpytest_inprocess(*args, f"--report={report}")
     result.assert_outcomes(passed=8)
-    (folder,) = report.iterdir()
-    assert "model-level figures" in (folder / "summary.txt").read_text()
-    assert (folder / "severity_ras.png").stat().st_size > 0
+    assert 0 < (report / "report.html").stat().st_size < 5_000_000
+    doc = json.loads((report / "report.json").read_text())
+    assert [s["kind"] for s in doc["series"]] == ["run", "baseline"]
+    assert doc["series"][1]["cells"]["ras"].keys() == {"fog-2", "pixelate-2"}
     from benchc.cli import main  # the same report later, from the stored run alone
 
-    argv = ["report", str(root / "results"), "--out", str(root / "again")]
-    assert main([*argv, "--thresholds-dir", str(root / "thresholds")]) == 0
-    assert (root / "again" / folder.name / "summary.txt").read_text() == (
-        folder / "summary.txt"
-    ).read_text()
+    argv = ["report", str(root / "results"), "--out", str(root / "again"), "--no-images"]
+    assert main([*argv, "--baseline", str(root / "thresholds")]) == 0
+    again = json.loads((root / "again" / "report.json").read_text())
+    assert again["series"] == doc["series"]
 
     # 4. Recomputing from scratch gives bit-identical figures (update rewrites nothing).
     result = project.runpytest_inprocess(

@@ -1,0 +1,157 @@
+"""The baseline a report overlays: the figures recorded in a model's threshold snapshots.
+
+Snapshots are read only through :meth:`benchc.gates.Payload.from_json` and classified by their
+``scope`` (``fog-3`` a cell, ``model:ras`` a model figure, ``vsi:gap`` a VSI figure), not by file
+name, so the report keeps working whatever files the gates add. Per-pair arrays (what the
+four-state, component-plane and trajectory figures need) are not in the JSON; those figures
+say so instead of inventing a baseline.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchc import spec
+from benchc.gates import Payload
+from benchc.gates.snapshot import model_slug
+
+
+@dataclass(frozen=True)
+class SnapshotBaseline:
+    """Every readable snapshot of one model, by kind; ``problems`` names the unreadable ones."""
+
+    folder: Path
+    cells: dict[str, Payload]
+    model: dict[str, Payload]
+    vsi: dict[str, Payload]
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.cells or self.model or self.vsi)
+
+
+def read_snapshots(thresholds_dir: Path, model_name: str) -> SnapshotBaseline | None:
+    """The snapshots in ``thresholds_dir/<model slug>/``; None when that folder does not exist."""
+    folder = Path(thresholds_dir) / model_slug(model_name)
+    if not folder.is_dir():
+        return None
+    cells: dict[str, Payload] = {}
+    model: dict[str, Payload] = {}
+    vsi: dict[str, Payload] = {}
+    problems: list[str] = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            payload = Payload.from_json(path.read_text(encoding="utf-8"), where=str(path))
+        except (ValueError, KeyError, TypeError) as exc:
+            problems.append(f"{path.name}: {exc}")
+            continue
+        kind, _, name = payload.scope.partition(":")
+        if kind == "model" and name:
+            model[name] = payload
+        elif kind == "vsi" and name:
+            vsi[name] = payload
+        else:
+            try:
+                c, _ = spec.parse_condition(payload.scope)
+            except ValueError:
+                continue  # a scope this report does not draw (family gates, samples, ...)
+            if c is not None:
+                cells[payload.scope] = payload
+    return SnapshotBaseline(folder, cells, model, vsi, problems)
+
+
+def _num(x: object) -> float | None:
+    try:
+        v = float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _fig(payload: Payload | None, name: str) -> dict[str, float | None] | None:
+    if payload is None or name not in payload.figures:
+        return None
+    f = payload.figures[name]
+    return {"value": _num(f.value), "se": _num(f.se)}
+
+
+#: cell figure in the report -> (snapshot figure, or info key)
+_CELL_FROM_SNAPSHOT: dict[str, tuple[str, str]] = {
+    "ras": ("figure", "ras"),
+    "r_c": ("figure", "r_c"),
+    "r_w": ("figure", "r_w"),
+    "accuracy": ("figure", "accuracy"),
+    "consistency": ("figure", "consistency"),
+    "relative_robustness": ("figure", "relative_robustness"),
+    "d_acc": ("info", "d_acc"),
+    "d_s": ("info", "d_s"),
+    "d_c": ("info", "d_c"),
+}
+
+
+def cells_from_snapshots(base: SnapshotBaseline) -> dict[str, dict[str, float | None]]:
+    """Per cell figure, ``{cell key: value}`` as recorded."""
+    out: dict[str, dict[str, float | None]] = {k: {} for k in _CELL_FROM_SNAPSHOT}
+    for key, payload in sorted(base.cells.items()):
+        for name, (where, src) in _CELL_FROM_SNAPSHOT.items():
+            if where == "figure":
+                f = payload.figures.get(src)
+                out[name][key] = _num(f.value) if f is not None else None
+            else:
+                out[name][key] = _num(payload.info.get(src))
+    return out
+
+
+def table2_from_snapshots(base: SnapshotBaseline) -> dict[str, dict[str, float | None] | None]:
+    """The Table II figures a snapshot set records (None where it records none)."""
+    any_model = next(iter(base.model.values()), None)
+    info = any_model.info if any_model is not None else {}
+
+    def from_info(key: str) -> dict[str, float | None] | None:
+        v = _num(info.get(key))
+        return None if v is None else {"value": v, "se": None}
+
+    acc_clean, acc_corrupt = from_info("clean_accuracy"), from_info("corrupt_accuracy")
+    d_acc = None
+    if acc_clean and acc_corrupt:
+        d_acc = {"value": acc_corrupt["value"] - acc_clean["value"], "se": None}
+    return {
+        "acc_clean": acc_clean,
+        "acc_corrupt": acc_corrupt,
+        "d_acc": d_acc,
+        "consistency": from_info("consistency"),
+        "rel_robustness": None,
+        "ras": _fig(base.model.get("ras"), "ras"),
+        "d_s": None,
+        "d_c": None,
+        "r_c": _fig(base.model.get("r_c"), "r_c"),
+        "r_w": _fig(base.model.get("r_w"), "r_w"),
+        "mixed_cell_rate": _fig(base.model.get("mixed_cell_rate"), "mixed_cell_rate"),
+    }
+
+
+def vsi_from_snapshots(base: SnapshotBaseline) -> dict[str, object] | None:
+    """VSI summary numbers as recorded (no per-sample VSI values: the JSON keeps flags only)."""
+    ins, gap = base.vsi.get("insensitive_fraction"), base.vsi.get("gap")
+    if ins is None and gap is None:
+        return None
+    info = {**(ins.info if ins else {}), **(gap.info if gap else {})}
+    return {
+        "n": _num(info.get("n")),
+        "median": _num(info.get("median_vsi")),
+        "insensitive_fraction": (_fig(ins, "insensitive_fraction") or {}).get("value"),
+        "values": None,
+        "gap": {
+            "n_low": _num(info.get("n_low_vsi")),
+            "probe_low": _num(info.get("probe_accuracy")),
+            "probe_low_std": None,
+            "change_low": _num(info.get("argmax_change_rate")),
+            "probe_high": None,
+            "change_high": None,
+            "gap": (_fig(gap, "gap") or {}).get("value"),
+        },
+        "signals": None,
+    }

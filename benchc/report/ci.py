@@ -1,0 +1,114 @@
+"""CI-native outputs of the gate verdicts: junitxml properties and a GitHub step summary.
+
+A verdict is the gates' JSON-able dict (``case``, ``scope``, ``level``, ``figure``, ``label``,
+``direction``, ``baseline``, ``current``, ``change``, ``tolerance``, ``mdr``, ``se_diff``,
+``floor``, ``z``, ``status``, ``reason``, ``movers``). ``record`` puts every number of one
+verdict on the test's ``user_properties`` (so ``--junitxml`` carries them); ``step_summary``
+writes the Markdown table that ``$GITHUB_STEP_SUMMARY`` shows on the workflow run page.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+#: Verdict keys copied to junitxml properties, one property each.
+NUMBERS: tuple[str, ...] = (
+    "baseline",
+    "current",
+    "change",
+    "tolerance",
+    "mdr",
+    "se_diff",
+    "floor",
+    "z",
+)
+SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+_ORDER = {"fail": 0, "improved": 1, "unchecked": 2, "pass": 3}
+
+
+def _clean(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def properties(verdict: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """``(name, value)`` pairs for one verdict: ``benchc.<figure>.<key>`` per number, the
+    status, and the whole verdict as JSON (``benchc.<figure>.verdict``)."""
+    fig = str(verdict.get("figure", "figure"))
+    out: list[tuple[str, Any]] = [(f"benchc.{fig}.status", str(verdict.get("status")))]
+    for key in NUMBERS:
+        value = _clean(verdict.get(key))
+        out.append((f"benchc.{fig}.{key}", "" if value is None else value))
+    clean = {k: _clean(v) for k, v in verdict.items()}
+    out.append((f"benchc.{fig}.verdict", json.dumps(clean, sort_keys=True, default=str)))
+    return out
+
+
+def record(node: Any, verdict: Mapping[str, Any]) -> None:
+    """Attach one verdict's numbers to a test item (``node.user_properties``)."""
+    node.user_properties.extend(properties(verdict))
+
+
+def _f(x: Any, signed: bool = False) -> str:
+    x = _clean(x)
+    if x is None:
+        return "n/a"
+    return f"{x:+.4f}" if signed else f"{x:.4f}"
+
+
+def step_summary(verdicts: Sequence[Mapping[str, Any]], *, report: str | None = None) -> str:
+    """The Markdown verdict table: failures first, then improvements; passes counted."""
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        counts[str(v.get("status"))] = counts.get(str(v.get("status")), 0) + 1
+    head = ", ".join(
+        f"{n} {k}" for k, n in sorted(counts.items(), key=lambda t: _ORDER.get(t[0], 9))
+    )
+    failed = counts.get("fail", 0)
+    lines = [
+        f"## benchc robustness gates: {f'❌ {failed} failed' if failed else '✅ no gate failed'}",
+        "",
+        f"{len(verdicts)} gates: {head or 'none'}",
+        "",
+    ]
+    shown = sorted(
+        (v for v in verdicts if v.get("status") != "pass"),
+        key=lambda v: (_ORDER.get(str(v.get("status")), 9), str(v.get("case", ""))),
+    )
+    if shown:
+        lines += [
+            "| status | gate | scope | baseline | current | change | tolerance | MDR |",
+            "|---|---|---|---:|---:|---:|---:|---:|",
+        ]
+        for v in shown:
+            label = str(v.get("label") or v.get("figure")).replace("|", "\\|")
+            lines.append(
+                f"| {v.get('status')} | {label} | {v.get('scope')} | {_f(v.get('baseline'))} | "
+                f"{_f(v.get('current'))} | {_f(v.get('change'), True)} | "
+                f"{_f(v.get('tolerance'))} | {_f(v.get('mdr'))} |"
+            )
+    if report:
+        lines += ["", f"Full report: `{report}` (uploaded as the workflow's artifact)."]
+    return "\n".join(lines) + "\n"
+
+
+def write_step_summary(
+    verdicts: Sequence[Mapping[str, Any]],
+    *,
+    report: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Path | None:
+    """Append :func:`step_summary` to ``$GITHUB_STEP_SUMMARY`` when it is set."""
+    target = (os.environ if environ is None else environ).get(SUMMARY_ENV)
+    if not target:
+        return None
+    path = Path(target)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(step_summary(verdicts, report=report))
+    return path

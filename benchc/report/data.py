@@ -1,0 +1,461 @@
+"""Report data: every number the page draws, as one JSON-able document (``report.json``).
+
+The figures and the page are pure functions of this document, so what a figure plots is
+exactly what ``report.json`` holds, and tests check that against :mod:`benchc.metrics`.
+Schema (``SCHEMA``; bump the number on any incompatible change):
+
+``series``: list of one entry per run or baseline (first = the run under report), each with
+``label``, ``kind`` (``run`` | ``baseline``), ``model``, ``dataset``, ``n``, ``source`` and the
+blocks ``table2`` ({figure: {value, se}}), ``cells`` ({figure: {cell key: value}}), ``states``
+(Table III), ``plane`` (Fig. 5), ``regimes`` (Table IV), ``trajectories`` (Fig. 6),
+``families`` (Fig. 7: {figure: {family: [value per severity]}}), ``vsi`` (VSI Fig. 1, Fig. 2 /
+Table 2 and the error signals); a block a series cannot supply is ``null``.
+``axes``: ``corruptions``, ``severities``, ``families``. ``verdicts``: ``available``, ``note``,
+``items`` (the gate verdict dicts, failures first), ``counts``, ``record_command``.
+``drilldown``: the samples that moved most. Undefined numbers are ``null``, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from benchc import spec
+from benchc.metrics import (
+    REGIMES,
+    STATES,
+    TRAJECTORIES,
+    GridMetrics,
+    auroc_vsi,
+    brier,
+    ece,
+    encoder_llm_gap,
+    insensitive_fraction,
+    probe_accuracy,
+    prr,
+)
+from benchc.metrics.stats import bootstrap_se
+from benchc.report import baseline as snap
+from benchc.results.reader import StoredRun
+
+SCHEMA = "benchc-report/1"
+#: Bootstrap replicates for the Table II standard errors (seed = the run's seed).
+N_BOOT = 1000
+#: Table II columns: key, label (GridMetrics attribute in ``_TABLE2_ATTR``).
+TABLE2: tuple[tuple[str, str], ...] = (
+    ("acc_clean", "Acc (clean)"),
+    ("acc_corrupt", "Acc (corrupted)"),
+    ("d_acc", "ΔAcc"),
+    ("consistency", "Consistency"),
+    ("rel_robustness", "Rel. Rob."),
+    ("ras", "RAS"),
+    ("d_s", "ΔS"),
+    ("d_c", "ΔC"),
+    ("r_c", "R_c"),
+    ("r_w", "R_w"),
+    ("mixed_cell_rate", "Mixed (%)"),
+)
+_TABLE2_ATTR = {"ras": "ras_mean", "d_s": "d_s_mean", "d_c": "d_c_mean"}
+#: Cell figures (report name -> GridMetrics attribute).
+CELLS: dict[str, str] = {
+    "ras": "cell_ras",
+    "accuracy": "cell_acc",
+    "r_c": "cell_r_c",
+    "r_w": "cell_r_w",
+    "consistency": "cell_consistency",
+    "relative_robustness": "cell_rel_robustness",
+    "d_acc": "cell_d_acc",
+    "d_s": "cell_d_s",
+    "d_c": "cell_d_c",
+}
+#: Fig. 5 density grid: ΔS and ΔC both in [-1, 1].
+PLANE_BINS = 24
+#: Gate status order on the page: what needs action first.
+STATUS_ORDER = {"fail": 0, "improved": 1, "unchecked": 2, "pass": 3}
+#: Samples in the drill-down.
+DRILL_SAMPLES = 6
+
+
+def num(x: Any) -> float | None:
+    """A finite float, or None (JSON null) for NaN, inf and missing."""
+    if x is None:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def nums(a: Any) -> list:
+    """A nested list of :func:`num` values."""
+    arr = np.asarray(a, dtype=np.float64)
+    if arr.ndim == 0:
+        return num(arr)  # type: ignore[return-value]
+    return [nums(x) for x in arr]
+
+
+def _nanmean(a: np.ndarray) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(np.nanmean(a)) if np.size(a) else float("nan")
+
+
+# -- one run -> one series ---------------------------------------------------------------------
+def table2(g: GridMetrics, seed: int, n_boot: int = N_BOOT) -> dict[str, dict[str, float | None]]:
+    """Table II: model-level figures with bootstrap SEs over samples."""
+    ses = g.standard_errors(n_boot, seed)
+    n = g.shape[0]
+    ses["d_s"] = bootstrap_se(lambda r: _nanmean(g.d_s[r]), n, seed=seed, n_boot=n_boot)
+    ses["d_c"] = bootstrap_se(lambda r: _nanmean(g.d_c[r]), n, seed=seed, n_boot=n_boot)
+    return {
+        key: {"value": num(getattr(g, _TABLE2_ATTR.get(key, key))), "se": num(ses.get(key))}
+        for key, _ in TABLE2
+    }
+
+
+def cells(g: GridMetrics, severities: Sequence[int]) -> dict[str, dict[str, float | None]]:
+    """Per cell figure, ``{cell key: value}``."""
+    out: dict[str, dict[str, float | None]] = {}
+    for name, attr in CELLS.items():
+        arr = getattr(g, attr)
+        out[name] = {
+            spec.condition_key(c, s): num(arr[i, j])
+            for i, c in enumerate(g.corruptions)
+            for j, s in enumerate(severities)
+        }
+    return out
+
+
+def states(g: GridMetrics) -> dict[str, Any]:
+    """Table III: share over all pairs, conditional rate (alpha), source weights (pi) and the
+    state-conditioned means of RAS, ΔS, ΔC (Eqs. 12-16 pooled over every valid pair)."""
+    ras_att, ds_att, dc_att = g.states("ras"), g.states("d_s"), g.states("d_c")
+    total = float(ras_att.count.sum())
+    return {
+        "states": list(STATES),
+        "count": [int(x) for x in ras_att.count],
+        "share": [num(c / total) if total else None for c in ras_att.count],
+        "cond_rate": nums(ras_att.alpha),
+        "d_acc": [0, -1, 1, 0],
+        "ras": nums(ras_att.mean),
+        "d_s": nums(ds_att.mean),
+        "d_c": nums(dc_att.mean),
+        "pi": nums(ras_att.pi),
+        "r_c": num(ras_att.source[0]),
+        "r_w": num(ras_att.source[1]),
+    }
+
+
+def plane(g: GridMetrics) -> dict[str, Any]:
+    """Fig. 5: per correctness state, a (ΔS, ΔC) density and the state's mean ΔS, ΔC, RAS."""
+    codes = np.broadcast_to(
+        np.where(g.correct_clean, 0, 2)[:, None, None], g.valid.shape
+    ) + np.where(g.correct, 0, 1)
+    edges = np.linspace(-1.0, 1.0, PLANE_BINS + 1)
+    out: dict[str, Any] = {"edges": nums(edges), "states": {}}
+    for k, name in enumerate(STATES):
+        m = g.valid & (codes == k)
+        ds, dc, r = g.d_s[m], g.d_c[m], g.ras[m]
+        hist, _, _ = np.histogram2d(np.clip(ds, -1, 1), np.clip(dc, -1, 1), bins=[edges, edges])
+        out["states"][name] = {
+            "n": int(m.sum()),
+            "mean_d_s": num(_nanmean(ds)),
+            "mean_d_c": num(_nanmean(dc)),
+            "mean_ras": num(_nanmean(r)),
+            "density": [[int(v) for v in row] for row in hist],  # [ΔS bin][ΔC bin]
+        }
+    return out
+
+
+def regimes(g: GridMetrics) -> dict[str, Any]:
+    """Table IV: sign regimes of (ΔC, ΔS) over valid pairs."""
+    t = g.regimes()
+    return {
+        "regimes": list(REGIMES),
+        "mean_d_c": nums(t.mean_dc),
+        "mean_d_s": nums(t.mean_ds),
+        "mean_ras": nums(t.mean_ras),
+        "share": nums(t.share),
+        "count": [int(x) for x in t.count],
+    }
+
+
+def trajectories(g: GridMetrics) -> dict[str, Any] | None:
+    """Fig. 6: trajectory class composition and class-conditioned RAS (needs >= 2 severities)."""
+    if g.shape[2] < 2:
+        return None
+    t = g.trajectories()
+    return {
+        "classes": list(TRAJECTORIES),
+        "count": [int(x) for x in t.count],
+        "share": nums(t.share),
+        "ras": nums(t.ras),
+        "d_s": nums(t.d_s),
+        "d_c": nums(t.d_c),
+    }
+
+
+def families(
+    cell_values: dict[str, dict[str, float | None]],
+    corruptions: Sequence[str],
+    severities: Sequence[int],
+) -> dict[str, dict[str, list[float | None]]]:
+    """Fig. 7: per figure and family, the mean over the family's corruptions at each severity
+    (ordinary arithmetic means, as Bench-C)."""
+    out: dict[str, dict[str, list[float | None]]] = {}
+    for fig in ("ras", "r_c", "r_w", "accuracy"):
+        vals = cell_values.get(fig, {})
+        out[fig] = {}
+        for fam, members in spec.FAMILIES.items():
+            cs = [c for c in corruptions if c in members]
+            if not cs:
+                continue
+            row = []
+            for s in severities:
+                got = [vals.get(spec.condition_key(c, s)) for c in cs]
+                got = [v for v in got if v is not None]
+                row.append(num(np.mean(got)) if len(got) == len(cs) else None)
+            out[fig][fam] = row
+    return out
+
+
+def vsi_block(run: StoredRun, g: GridMetrics | None) -> dict[str, Any] | None:
+    """VSI Fig. 1 (per-sample VSI), Fig. 2 / Table 2 (probe vs argmax change, low and high
+    VSI) and the error signals (AUROC_VSI, PRR@80, ECE, Brier of the clean option answer)."""
+    a = run.vsi
+    if a is None:
+        return None
+    vsi = a["vsi"].astype(np.float64)
+    low = vsi < spec.VSI_INSENSITIVE
+    changed = a["top1_clean"] != a["top1_blur"]
+    fc, fb = a["features_clean"], a["features_blur"]
+    gap = encoder_llm_gap(vsi, fc, fb, a["top1_clean"], a["top1_blur"])
+    high_probe = None
+    if (~low).sum() >= 10:
+        try:
+            high_probe = probe_accuracy(fc[~low], fb[~low])
+        except ValueError:
+            high_probe = None
+    signals = None
+    if g is not None:
+        errors = ~g.correct_clean
+        signals = {
+            "auroc_vsi": num(auroc_vsi(errors, vsi)),
+            "prr80": num(prr(errors, -vsi, 0.8)),
+            "ece": num(ece(g.conf_clean, g.correct_clean)),
+            "brier": num(brier(g.conf_clean, g.correct_clean)),
+        }
+    return {
+        "n": int(vsi.size),
+        "median": num(np.median(vsi)),
+        "insensitive_fraction": num(insensitive_fraction(vsi)),
+        "values": [num(round(float(v), 6)) for v in vsi],
+        "gap": {
+            "n_low": int(low.sum()),
+            "probe_low": num(gap.probe.accuracy) if gap.probe is not None else None,
+            "probe_low_std": num(gap.probe.fold_std) if gap.probe is not None else None,
+            "change_low": num(gap.change_rate),
+            "probe_high": num(high_probe.accuracy) if high_probe is not None else None,
+            "change_high": num(np.mean(changed[~low])) if (~low).any() else None,
+            "gap": num(gap.gap),
+        },
+        "signals": signals,
+        "fallbacks": int(a["fallback"].sum()) if "fallback" in a else 0,
+        "located": int(a["located"].sum()) if "located" in a else 0,
+    }
+
+
+def _meta(run: StoredRun, label: str) -> dict[str, Any]:
+    return {
+        "label": label,
+        "kind": "run",
+        "model": run.model_name,
+        "dataset": run.dataset_name,
+        "n": len(run.ids),
+        "source": str(run.path),
+        "model_fingerprint": run.manifest.get("model_fingerprint"),
+        "dataset_fingerprint": run.manifest.get("dataset_fingerprint"),
+    }
+
+
+def series_from_run(run: StoredRun, label: str, *, n_boot: int = N_BOOT) -> dict[str, Any]:
+    """Every block of one stored run."""
+    g = run.grid
+    out = _meta(run, label)
+    if g is None:
+        out.update(table2=None, cells=None, states=None, plane=None, regimes=None)
+        out.update(trajectories=None, families=None)
+    else:
+        cv = cells(g, run.severities)
+        out.update(
+            table2=table2(g, run.seed, n_boot),
+            cells=cv,
+            states=states(g),
+            plane=plane(g),
+            regimes=regimes(g),
+            trajectories=trajectories(g),
+            families=families(cv, run.corruptions, run.severities),
+        )
+    out["vsi"] = vsi_block(run, g)
+    return out
+
+
+def series_from_snapshots(
+    base: snap.SnapshotBaseline, corruptions: Sequence[str], severities: Sequence[int]
+) -> dict[str, Any]:
+    """The baseline as its threshold snapshots record it."""
+    any_payload = next(iter([*base.model.values(), *base.cells.values(), *base.vsi.values()]))
+    cv = snap.cells_from_snapshots(base)
+    return {
+        "label": "baseline",
+        "kind": "baseline",
+        "model": any_payload.model,
+        "dataset": any_payload.dataset,
+        "n": any_payload.n,
+        "source": str(base.folder),
+        "table2": snap.table2_from_snapshots(base),
+        "cells": cv,
+        "states": None,
+        "plane": None,
+        "regimes": None,
+        "trajectories": None,
+        "families": families(cv, corruptions, severities),
+        "vsi": snap.vsi_from_snapshots(base),
+        "problems": list(base.problems),
+    }
+
+
+# -- verdicts ---------------------------------------------------------------------------------
+def verdict_anchor(v: dict[str, Any]) -> str:
+    """A stable HTML id for one gate verdict."""
+    raw = f"gate-{v.get('scope', '')}-{v.get('figure', '')}"
+    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in raw)
+
+
+def verdicts_block(
+    verdicts: Sequence[dict[str, Any]] | None, note: str | None, record_command: str | None
+) -> dict[str, Any]:
+    """Gate verdicts, failures first, then by how far past the tolerance they went."""
+    if verdicts is None:
+        return {
+            "available": False,
+            "note": note or "no gate verdicts available",
+            "items": [],
+            "counts": {},
+            "record_command": record_command,
+        }
+
+    def key(v: dict[str, Any]) -> tuple:
+        change, tol = num(v.get("change")), num(v.get("tolerance"))
+        past = abs(change) / tol if change is not None and tol else 0.0
+        return (STATUS_ORDER.get(str(v.get("status")), 9), -past, str(v.get("case", "")))
+
+    items = []
+    for v in sorted(verdicts, key=key):
+        item = {k: (num(x) if isinstance(x, float) else x) for k, x in v.items()}
+        item["anchor"] = verdict_anchor(v)
+        items.append(item)
+    counts: dict[str, int] = {}
+    for v in items:
+        counts[str(v.get("status"))] = counts.get(str(v.get("status")), 0) + 1
+    return {
+        "available": True,
+        "note": note,
+        "items": items,
+        "counts": counts,
+        "record_command": record_command,
+    }
+
+
+def cell_status(verdicts: dict[str, Any]) -> dict[str, str]:
+    """Worst gate status per cell key (fail > improved > pass), from cell-level verdicts."""
+    out: dict[str, str] = {}
+    for v in verdicts.get("items", []):
+        if v.get("level") != "cell":
+            continue
+        scope, status = str(v.get("scope")), str(v.get("status"))
+        if status not in ("fail", "improved", "pass"):
+            continue
+        old = out.get(scope)
+        if old is None or STATUS_ORDER[status] < STATUS_ORDER[old]:
+            out[scope] = status
+    return out
+
+
+# -- the document -----------------------------------------------------------------------------
+def build(
+    runs: Sequence[StoredRun],
+    *,
+    labels: Sequence[str] | None = None,
+    baseline: snap.SnapshotBaseline | None = None,
+    verdicts: Sequence[dict[str, Any]] | None = None,
+    verdict_note: str | None = None,
+    record_command: str | None = None,
+    drilldown: list[dict[str, Any]] | None = None,
+    n_boot: int = N_BOOT,
+) -> dict[str, Any]:
+    """The report document of ``runs`` (one: a run against its baseline; several: compared).
+
+    The first run sets the axes; the others and the snapshot baseline are overlaid on them.
+    """
+    if not runs:
+        raise ValueError("build: no runs to report")
+    labels = list(labels) if labels else _default_labels(runs)
+    first = runs[0]
+    series = [series_from_run(r, lab, n_boot=n_boot) for r, lab in zip(runs, labels, strict=True)]
+    if baseline is not None and not baseline.empty:
+        series.append(series_from_snapshots(baseline, first.corruptions, first.severities))
+    vb = verdicts_block(verdicts, verdict_note, record_command)
+    return {
+        "schema": SCHEMA,
+        "title": (
+            f"benchc report: {first.model_name} on {first.dataset_name}"
+            if len(runs) == 1
+            else "benchc compare: " + " vs ".join(labels)
+        ),
+        "mode": "report" if len(runs) == 1 else "compare",
+        "axes": {
+            "corruptions": list(first.corruptions),
+            "severities": list(first.severities),
+            "families": {
+                f: [c for c in first.corruptions if c in cs]
+                for f, cs in spec.FAMILIES.items()
+                if any(c in first.corruptions for c in cs)
+            },
+        },
+        "series": series,
+        "baseline_note": _baseline_note(baseline, len(runs)),
+        "verdicts": vb,
+        "cell_status": cell_status(vb),
+        "drilldown": drilldown or [],
+    }
+
+
+def _default_labels(runs: Sequence[StoredRun]) -> list[str]:
+    if len(runs) == 1:
+        return ["current"]
+    labels = [f"{r.model_name} / {r.dataset_name}" for r in runs]
+    if len(set(labels)) < len(labels):
+        labels = [f"{lab} [{r.path.name}]" for lab, r in zip(labels, runs, strict=True)]
+    return labels
+
+
+def _baseline_note(baseline: snap.SnapshotBaseline | None, n_runs: int) -> str:
+    if n_runs > 1:
+        return "runs compared side by side; the first sets the grid"
+    if baseline is None:
+        return "no threshold snapshots for this model: no baseline overlaid"
+    if baseline.empty:
+        return f"no readable snapshots in {baseline.folder}"
+    text = (
+        f"baseline: threshold snapshots in {baseline.folder} ({len(baseline.cells)} cells, "
+        f"{len(baseline.model)} model figures, {len(baseline.vsi)} VSI figures)"
+    )
+    if baseline.problems:
+        text += "; unreadable: " + "; ".join(baseline.problems)
+    return text

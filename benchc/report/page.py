@@ -1,0 +1,363 @@
+"""The page: the report document and its SVG figures as one self-contained HTML file.
+
+Inline CSS, inline SVG, thumbnails as data URIs, no script and no network: the file opens
+from disk and as a CI artifact. Sections carry ``class="report-section"`` and figures
+``class="fig"`` so a browser test can count what rendered.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+from benchc.report.data import TABLE2
+from benchc.report.figures import FIGURES, STATE_LABELS
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1b1b1b}
+header{background:#0f2740;color:#fff;padding:14px 24px}header h1{margin:0;font-size:20px}
+header p{margin:4px 0 0;font-size:12px;color:#c8d6e5}nav{padding:6px 24px;background:#eef2f6;
+font-size:12px}nav a{margin-right:12px}main{padding:0 24px 40px;max-width:1250px}
+section{margin-top:26px}h2{font-size:17px;border-bottom:2px solid #0f2740;padding-bottom:3px}
+table{border-collapse:collapse;font-size:12px;margin:6px 0}th,td{border:1px solid #d0d7de;
+padding:3px 7px;text-align:right}th{background:#f3f5f7}td.l,th.l{text-align:left}
+tr[id]{scroll-margin-top:48px}tr:target td{outline:2px solid #c62828}
+tr.fail td{background:#fde8e8}tr.improved td{background:#e6f6e9}tr.unchecked td{background:#fff6d6}
+.badge{display:inline-block;padding:1px 7px;border-radius:9px;font-size:11px;color:#fff}
+.b-fail{background:#c62828}.b-improved{background:#2e7d32}.b-pass{background:#8a8a8a}
+.b-unchecked{background:#b58900}.verdict-box{padding:10px 14px;border-radius:6px;margin:8px 0}
+.v-fail{background:#fde8e8;border:1px solid #c62828}
+.v-ok{background:#e6f6e9;border:1px solid #2e7d32}
+.v-none{background:#f3f5f7;border:1px solid #aaa}figure.fig{margin:10px 0;overflow-x:auto}
+figure.fig svg{max-width:100%;height:auto}figcaption{font-size:12px;color:#555}
+pre{background:#f3f5f7;padding:8px;overflow-x:auto;font-size:12px}.se{color:#777;font-size:11px}
+.note{font-size:12px;color:#666}.cards{display:flex;flex-wrap:wrap;gap:14px}.card{border:1px
+solid #d0d7de;border-radius:6px;padding:8px;width:370px;font-size:12px}.card img{width:112px;
+height:auto;border:1px solid #ccc;image-rendering:pixelated}.thumbs{display:flex;gap:6px}
+.thumbs div{text-align:center;font-size:10px;color:#555}.bar{height:8px;background:#1f77b4;
+display:inline-block}.bar.x{background:#d62728}.opt{display:grid;grid-template-columns:
+14px 1fr 90px 90px;gap:2px 6px;align-items:center;margin-top:4px}.opt .ans{font-weight:bold}
+"""
+
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("verdict", "Verdict"),
+    ("table2", "Model-level robustness (Bench-C Table II)"),
+    ("states", "Four-state diagnosis (Bench-C Table III)"),
+    ("heatmaps", "Corruption x severity"),
+    ("severity", "Severity trajectories per family (Bench-C Fig. 7)"),
+    ("plane", "RAS component plane and sign regimes (Bench-C Fig. 5, Table IV)"),
+    ("trajectories", "Trajectory composition (Bench-C Fig. 6)"),
+    ("vsi", "Visual sensitivity (VSI Fig. 1, Fig. 2 / Table 2)"),
+    ("drilldown", "Samples that moved most"),
+)
+
+
+def e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def f(x: Any, digits: int = 3, signed: bool = False) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+
+
+# -- sections ----------------------------------------------------------------------------------
+def _verdict(doc: dict[str, Any]) -> str:
+    vb = doc["verdicts"]
+    if not vb["available"]:
+        return f'<div class="verdict-box v-none">{e(vb["note"])}</div>'
+    items = vb["items"]
+    fails = [v for v in items if v.get("status") == "fail"]
+    counts = ", ".join(f"{n} {e(k)}" for k, n in sorted(vb["counts"].items()))
+    out = []
+    if fails:
+        out.append(
+            f'<div class="verdict-box v-fail"><b>{len(fails)} gate(s) failed</b> ({counts}).<ul>'
+        )
+        for v in fails:
+            out.append(
+                f'<li><a class="gate-link" href="#{e(v["anchor"])}">{e(v.get("label"))} in '
+                f"{e(v.get('scope'))}</a>: {f(v.get('baseline'))} → {f(v.get('current'))} "
+                f"(change {f(v.get('change'), signed=True)}, tolerance {f(v.get('tolerance'))}, "
+                f"MDR {f(v.get('mdr'))})</li>"
+            )
+        out.append("</ul>")
+        if vb.get("record_command"):
+            out.append(
+                "If the change is intended, re-record the baseline with:"
+                f"<pre>{e(vb['record_command'])}</pre>"
+            )
+        out.append("</div>")
+    else:
+        out.append(f'<div class="verdict-box v-ok"><b>No gate failed</b> ({counts}).</div>')
+    if vb.get("note"):
+        out.append(f'<p class="note">{e(vb["note"])}</p>')
+    rows = [
+        '<table id="verdict-table"><tr><th class="l">status</th><th class="l">gate</th>'
+        '<th class="l">scope</th><th>baseline</th><th>current</th><th>change</th>'
+        '<th>tolerance</th><th>MDR</th><th>SE diff</th><th>z</th><th class="l">better</th>'
+        '<th class="l">reason / movers</th></tr>'
+    ]
+    for v in items:
+        st = str(v.get("status"))
+        movers = ", ".join(
+            f"{e(m[0])} {f(m[1], 2)}→{f(m[2], 2)}" for m in (v.get("movers") or [])[:3]
+        )
+        why = " ".join(x for x in (e(v.get("reason") or ""), movers) if x)
+        rows.append(
+            f'<tr id="{e(v["anchor"])}" class="{e(st)}"><td class="l"><span class="badge '
+            f'b-{e(st)}">{e(st)}</span></td><td class="l">{e(v.get("label"))}</td>'
+            f'<td class="l">{e(v.get("scope"))} <span class="se">{e(v.get("level"))}</span></td>'
+            f"<td>{f(v.get('baseline'))}</td><td>{f(v.get('current'))}</td>"
+            f"<td>{f(v.get('change'), signed=True)}</td><td>{f(v.get('tolerance'))}</td>"
+            f"<td>{f(v.get('mdr'))}</td><td>{f(v.get('se_diff'))}</td>"
+            f'<td>{f(v.get("z"), 2)}</td><td class="l">{e(v.get("direction"))}</td>'
+            f'<td class="l">{why}</td></tr>'
+        )
+    rows.append("</table>")
+    return "\n".join(out + rows)
+
+
+def _table2(doc: dict[str, Any]) -> str:
+    head = "".join(f"<th>{e(label)}</th>" for _, label in TABLE2)
+    rows = [f'<table id="table2-table"><tr><th class="l">series</th>{head}</tr>']
+    series = [s for s in doc["series"] if s.get("table2")]
+    for s in series:
+        cells = []
+        for key, _ in TABLE2:
+            x = s["table2"].get(key)
+            digits = 1 if key == "mixed_cell_rate" else 3
+            if x is None or x.get("value") is None:
+                cells.append("<td>n/a</td>")
+                continue
+            se = f' <span class="se">±{f(x["se"], digits)}</span>' if x.get("se") else ""
+            cells.append(f"<td>{f(x['value'], digits)}{se}</td>")
+        rows.append(
+            f'<tr><td class="l">{e(s["label"])} <span class="se">{e(s["kind"])}'
+            f"</span></td>{''.join(cells)}</tr>"
+        )
+    if len(series) > 1:
+        a, cells = series[0]["table2"], []
+        for key, _ in TABLE2:
+            x, y = a.get(key), series[1]["table2"].get(key)
+            ok = x and y and x.get("value") is not None and y.get("value") is not None
+            cells.append(f"<td>{f(x['value'] - y['value'], signed=True) if ok else 'n/a'}</td>")
+        rows.append(
+            f'<tr><td class="l">{e(series[0]["label"])} − {e(series[1]["label"])}</td>'
+            f"{''.join(cells)}</tr>"
+        )
+    rows.append(
+        '</table><p class="note">± : bootstrap SE over samples. RAS, ΔS, ΔC: means '
+        "over every clean-corrupted pair; R_c / R_w: over clean-correct / clean-wrong "
+        "pairs; Mixed: % of cells with R_c &lt; 0 and R_w &gt; 0.</p>"
+    )
+    return "\n".join(rows)
+
+
+def _missing(doc: dict[str, Any], block: str) -> str:
+    names = [s["label"] for s in doc["series"] if not s.get(block)]
+    if not names:
+        return ""
+    return (
+        f'<p class="note">not available for: {e(", ".join(names))} (a snapshot keeps '
+        "per-cell figures, not the per-pair arrays this needs)</p>"
+    )
+
+
+def _states(doc: dict[str, Any]) -> str:
+    out = []
+    for s in doc["series"]:
+        t = s.get("states")
+        if not t:
+            continue
+        out.append(
+            f'<table class="states"><tr><th class="l">{e(s["label"])}</th><th>share</th>'
+            "<th>cond. rate</th><th>ΔAcc</th><th>RAS</th><th>ΔS</th><th>ΔC</th>"
+            "<th>pairs</th></tr>"
+        )
+        for k, st in enumerate(t["states"]):
+            share = t["share"][k]
+            rate = t["cond_rate"][k]
+            out.append(
+                f'<tr><td class="l">{e(STATE_LABELS[st])}</td>'
+                f"<td>{'n/a' if share is None else f'{100 * share:.2f}%'}</td>"
+                f"<td>{'n/a' if rate is None else f'{100 * rate:.2f}%'}</td>"
+                f"<td>{t['d_acc'][k]:+d}</td><td>{f(t['ras'][k], signed=True)}</td>"
+                f"<td>{f(t['d_s'][k], signed=True)}</td><td>{f(t['d_c'][k], signed=True)}</td>"
+                f"<td>{t['count'][k]}</td></tr>"
+            )
+        pi = t["pi"]
+        out.append(
+            f'</table><p class="note">π_c = {f(pi[0])}, π_w = {f(pi[1])}; R_c = '
+            f"{f(t['r_c'], signed=True)}, R_w = {f(t['r_w'], signed=True)}</p>"
+        )
+    out.append(_missing(doc, "states"))
+    return "\n".join(out)
+
+
+def _regimes(doc: dict[str, Any]) -> str:
+    labels = {
+        "worse_flatter": "ΔC&gt;0 worse, ΔS&gt;0 flatter",
+        "worse_sharper": "ΔC&gt;0 worse, ΔS&lt;0 sharper",
+        "better_flatter": "ΔC&lt;0 better, ΔS&gt;0 flatter",
+        "better_sharper": "ΔC&lt;0 better, ΔS&lt;0 sharper",
+        "boundary": "boundary",
+    }
+    out = ["<h3>Sign regimes (Bench-C Table IV)</h3>"]
+    for s in doc["series"]:
+        t = s.get("regimes")
+        if not t:
+            continue
+        out.append(
+            f'<table class="regimes"><tr><th class="l">{e(s["label"])}</th><th>mean ΔC'
+            "</th><th>mean ΔS</th><th>mean RAS</th><th>share</th><th>pairs</th></tr>"
+        )
+        for k, name in enumerate(t["regimes"]):
+            share = t["share"][k]
+            out.append(
+                f'<tr><td class="l">{labels.get(name, e(name))}</td>'
+                f"<td>{f(t['mean_d_c'][k], signed=True)}</td>"
+                f"<td>{f(t['mean_d_s'][k], signed=True)}</td>"
+                f"<td>{f(t['mean_ras'][k], signed=True)}</td>"
+                f"<td>{'n/a' if share is None else f'{100 * share:.2f}%'}</td>"
+                f"<td>{t['count'][k]}</td></tr>"
+            )
+        out.append("</table>")
+    out.append(_missing(doc, "regimes"))
+    return "\n".join(out)
+
+
+def _signals(doc: dict[str, Any]) -> str:
+    rows = [
+        '<table id="vsi-signals"><tr><th class="l">series</th><th>n</th><th>median VSI</th>'
+        "<th>insensitive</th><th>probe acc (low)</th><th>Δargmax (low)</th><th>gap</th>"
+        "<th>AUROC_VSI</th><th>PRR@80</th><th>ECE</th><th>Brier</th></tr>"
+    ]
+    for s in doc["series"]:
+        v = s.get("vsi")
+        if not v:
+            continue
+        sig, gap = v.get("signals") or {}, v["gap"]
+        ins = v.get("insensitive_fraction")
+        n = v.get("n")
+        rows.append(
+            f'<tr><td class="l">{e(s["label"])}</td><td>{"n/a" if n is None else int(n)}</td>'
+            f"<td>{f(v.get('median'), 4)}</td>"
+            f"<td>{'n/a' if ins is None else f'{100 * ins:.1f}%'}</td>"
+            f"<td>{f(gap.get('probe_low'))}</td><td>{f(gap.get('change_low'))}</td>"
+            f"<td>{f(gap.get('gap'), signed=True)}</td><td>{f(sig.get('auroc_vsi'))}</td>"
+            f"<td>{f(sig.get('prr80'))}</td><td>{f(sig.get('ece'))}</td>"
+            f"<td>{f(sig.get('brier'))}</td></tr>"
+        )
+    rows.append(
+        '</table><p class="note">Errors and confidences are the clean option '
+        "answer's; AUROC_VSI scores errors by −VSI, PRR@80 rejects by −VSI.</p>"
+    )
+    return "\n".join(rows)
+
+
+def _bars(p: Sequence[float | None], answer: int, pred: int, cls: str) -> list[str]:
+    return [
+        f'<span><span class="bar {cls}" style="width:{max(1, round(60 * (x or 0)))}px"></span> '
+        f"{f(x, 2)}{'*' if k == pred else ''}</span>"
+        for k, x in enumerate(p)
+    ]
+
+
+def _drilldown(doc: dict[str, Any], note: str | None) -> str:
+    items = doc.get("drilldown") or []
+    if not items:
+        return '<p class="note">no samples to show (no complete grid)</p>'
+    out = []
+    if note:
+        out.append(f'<p class="note">thumbnails unavailable: {e(note)}</p>')
+    out.append('<div class="cards">')
+    for it in items:
+        th = it.get("thumbnails")
+        imgs = ""
+        if th:
+            imgs = (
+                '<div class="thumbs">'
+                + "".join(
+                    f'<div><img alt="{e(k)} {e(it["id"])}" src="{th[k]}"><br>{e(lab)}</div>'
+                    for k, lab in (
+                        ("clean", "clean"),
+                        ("corrupted", it["worst_cell"]),
+                        ("blurred", "region blur"),
+                    )
+                )
+                + "</div>"
+            )
+        opts = it.get("options") or [f"option {i}" for i in range(len(it["p_clean"]))]
+        clean_b = _bars(it["p_clean"], it["answer"], it["pred_clean"], "")
+        corr_b = _bars(it["p_corrupted"], it["answer"], it["pred_corrupted"], "x")
+        grid = "".join(
+            f'<span class="{"ans" if k == it["answer"] else ""}">{chr(65 + k)}</span>'
+            f'<span class="{"ans" if k == it["answer"] else ""}">{e(opts[k])}</span>'
+            f"{clean_b[k]}{corr_b[k]}"
+            for k in range(len(it["p_clean"]))
+        )
+        base = it.get("baseline_mean_ras")
+        out.append(
+            f'<div class="card" id="sample-{e(it["id"])}"><b>{e(it["id"])}</b> '
+            f'<span class="se">{e(it["why"])}</span>{imgs}'
+            f"<p>{e(it.get('question') or '(question not available)')}</p>"
+            f'<div class="opt"><span></span><span></span><span class="se">clean</span>'
+            f'<span class="se">{e(it["worst_cell"])}</span>{grid}</div>'
+            f'<p class="se">RAS in {e(it["worst_cell"])}: {f(it["ras_worst"], signed=True)}; '
+            f"mean RAS {f(it['mean_ras'], signed=True)}"
+            f"{'' if base is None else f' (baseline {base:+.3f})'}; answer "
+            f"{chr(65 + it['answer'])} (bold), * = predicted; "
+            f"{e((th or {}).get('blur_note', ''))}</p></div>"
+        )
+    out.append("</div>")
+    return "\n".join(out)
+
+
+# -- the page ----------------------------------------------------------------------------------
+def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None = None) -> str:
+    """The complete HTML page."""
+    by_section: dict[str, list[str]] = {}
+    for key, svg in svgs.items():
+        section, caption, _ = FIGURES[key]
+        by_section.setdefault(section, []).append(
+            f'<figure class="fig" id="fig-{e(key)}" data-figure="{e(key)}">{svg}'
+            f"<figcaption>{e(caption)}</figcaption></figure>"
+        )
+    extra = {
+        "verdict": _verdict(doc),
+        "table2": _table2(doc),
+        "states": _states(doc),
+        "plane_after": _regimes(doc),
+        "trajectories": _missing(doc, "trajectories"),
+        "plane": _missing(doc, "plane"),
+        "vsi": _signals(doc),
+        "drilldown": _drilldown(doc, drill_note),
+    }
+    meta = " · ".join(
+        f"{e(s['label'])}: {e(s['model'])} on {e(s['dataset'])} (n={e(s['n'])}, {e(s['kind'])})"
+        for s in doc["series"]
+    )
+    nav = "".join(f'<a href="#{key}">{e(title.split(" (")[0])}</a>' for key, title in SECTIONS)
+    body = []
+    for key, title in SECTIONS:
+        parts = [extra.get(key, ""), *by_section.get(key, [])]
+        if key == "plane":
+            parts.append(extra["plane_after"])
+        if key == "vsi" and not by_section.get("vsi"):
+            parts = ['<p class="note">no VSI arrays stored for this run</p>']
+        body.append(
+            f'<section class="report-section" id="{key}"><h2>{e(title)}</h2>'
+            f"{''.join(parts)}</section>"
+        )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<title>{e(doc["title"])}</title><meta name="generator" content="{e(doc["schema"])}">'
+        f"<style>{CSS}</style></head><body><header><h1>{e(doc['title'])}</h1><p>{meta}</p>"
+        f"<p>{e(doc.get('baseline_note', ''))}</p></header><nav>{nav}</nav><main>"
+        + "\n".join(body)
+        + f'</main><footer class="note" style="padding:0 24px 20px">{e(doc["schema"])} · '
+        "the same numbers are in report.json</footer></body></html>\n"
+    )

@@ -1,0 +1,126 @@
+"""Writing ``report.html`` and ``report.json`` for one run (against its baseline) or several.
+
+Used by ``pytest --report DIR`` at session end (with the gate verdicts that run produced) and by
+``benchc report`` / ``benchc compare`` from stored runs at any later time.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchc.report import baseline as snap
+from benchc.report import data, drill, figures, page
+from benchc.results.reader import StoredRun, read_run
+from benchc.results.store import atomic_write_text
+
+HTML = "report.html"
+JSON = "report.json"
+NO_VERDICTS = "no gate verdicts available"
+
+
+def offline_verdicts(run_dir: Path, thresholds_dir: Path) -> tuple[list[dict] | None, str]:
+    """The gates' verdicts for a stored run, from the gates' own code when it offers them."""
+    try:
+        from benchc.suite.verdicts import collect  # provided by the gates (issue 10)
+    except ImportError:
+        return None, f"{NO_VERDICTS}: this benchc cannot re-check gates offline"
+    return list(
+        collect(Path(run_dir), Path(thresholds_dir))
+    ), f"gates checked against {thresholds_dir}"
+
+
+def record_command_for(run: StoredRun) -> str:
+    """The command that re-records this run's baseline (the suite's defaults left out)."""
+    import shlex
+
+    parts = ["pytest", "benchc_tests/suite"]
+    if run.manifest.get("model_spec"):
+        parts.append(f"--model={run.manifest['model_spec']}")
+    if run.manifest.get("dataset_spec"):
+        parts.append(f"--dataset={run.manifest['dataset_spec']}")
+    parts.append("--snapshot-update")
+    return shlex.join(parts)
+
+
+def _write(doc: dict[str, Any], out_dir: Path, drill_note: str | None) -> Path:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    svgs = figures.render_all(doc)
+    atomic_write_text(out_dir / HTML, page.render(doc, svgs, drill_note=drill_note))
+    public = copy.deepcopy(doc)
+    for item in public.get("drilldown", []):
+        item.pop("thumbnails", None)
+    public["figures"] = sorted(svgs)
+    atomic_write_text(
+        out_dir / JSON, json.dumps(public, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    )
+    for name in (HTML, JSON):  # an artifact others read: not the temporary file's 0600
+        os.chmod(out_dir / name, 0o644)
+    return out_dir / HTML
+
+
+def write_report(
+    run_dir: Path,
+    out_dir: Path,
+    *,
+    thresholds_dir: Path | None = None,
+    verdicts: Sequence[dict[str, Any]] | None = None,
+    verdict_note: str | None = None,
+    record_command: str | None = None,
+    images: bool = True,
+    n_boot: int = data.N_BOOT,
+) -> Path:
+    """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
+
+    ``verdicts``: the gate verdict dicts of this run (pytest passes what its gates produced);
+    None with a ``thresholds_dir`` asks the gates to re-check the stored run offline.
+    """
+    run = read_run(run_dir)
+    base = snap.read_snapshots(thresholds_dir, run.model_name) if thresholds_dir else None
+    if verdicts is None and thresholds_dir is not None:
+        verdicts, verdict_note = offline_verdicts(run.path, thresholds_dir)
+    elif verdicts is None:
+        verdict_note = verdict_note or f"{NO_VERDICTS} (no --baseline thresholds given)"
+    picks = drill.pick_samples(run, verdicts=verdicts, baseline=base)
+    items, note = drill.drilldown(
+        run, picks, baseline_ras=drill._baseline_mean_ras(run, base), images=images
+    )
+    doc = data.build(
+        [run],
+        baseline=base,
+        verdicts=verdicts,
+        verdict_note=verdict_note,
+        record_command=record_command or record_command_for(run),
+        drilldown=items,
+        n_boot=n_boot,
+    )
+    return _write(doc, out_dir, note)
+
+
+def compare_runs(
+    run_dirs: Sequence[Path],
+    out_dir: Path,
+    *,
+    labels: Sequence[str] | None = None,
+    images: bool = True,
+    n_boot: int = data.N_BOOT,
+) -> Path:
+    """The same page for two or more stored runs side by side (the first sets the grid)."""
+    if len(run_dirs) < 2:
+        raise ValueError("compare needs at least two runs")
+    runs = [read_run(p) for p in run_dirs]
+    picks = drill.pick_samples(runs[0], other=runs[1])
+    items, note = drill.drilldown(runs[0], picks, images=images)
+    doc = data.build(
+        runs,
+        labels=labels,
+        verdict_note="runs compared side by side: no gates are checked",
+        drilldown=items,
+        n_boot=n_boot,
+    )
+    return _write(doc, out_dir, note)

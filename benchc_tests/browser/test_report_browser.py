@@ -1,0 +1,107 @@
+"""The report page in a real headless Chromium (the distribution's package, driven by
+Playwright): it loads with no console errors, every section and figure renders, the
+failing-gate links land on their rows, and a screenshot is written to the test's tmp dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchc.report import figures, write_report
+from benchc.report.page import SECTIONS
+from benchc_tests.unit.report_runs import make_dataset, make_run, verdict
+
+pytestmark = pytest.mark.browser
+
+#: The browser binary; Debian's ``chromium`` package puts it here.
+CHROMIUM = os.environ.get("BENCHC_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        pytest.fail(
+            f"no Chromium at {CHROMIUM}: apt-get install -y chromium (or set BENCHC_CHROMIUM)"
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("report")
+    run = make_run(root / "results", make_dataset(root / "toy"))
+    vs = [
+        verdict("fog-2", "ras", "fail", movers=[["syn3-00004", 0.1, -0.4]]),
+        verdict("gaussian_noise-1", "accuracy", "fail"),
+        verdict("fog-1", "ras", "improved"),
+        verdict("model", "r_c", "pass"),
+    ]
+    return write_report(run, root / "out", verdicts=vs, n_boot=50)
+
+
+def test_report_renders_in_chromium(browser, report, tmp_path):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(report.as_uri(), wait_until="load")
+    timing = page.evaluate(
+        "() => { const n = performance.getEntriesByType('navigation')[0];"
+        " return {load: n.loadEventEnd, dom: n.domContentLoadedEventEnd}; }"
+    )
+    assert errors == []
+    assert [u for u in requests if not u.startswith(("file:", "data:"))] == []  # no network
+
+    sections = page.locator("section.report-section")
+    assert sections.count() == len(SECTIONS)
+    for i in range(sections.count()):
+        box = sections.nth(i).bounding_box()
+        assert box is not None and box["height"] > 20, SECTIONS[i]
+    svgs = page.locator("figure.fig > svg")
+    assert svgs.count() == len(figures.FIGURES)
+    for i in range(svgs.count()):
+        box = svgs.nth(i).bounding_box()
+        assert box is not None and box["width"] > 200 and box["height"] > 100
+    thumbs = page.locator(".card img")
+    assert thumbs.count() > 0
+    assert page.evaluate(
+        "() => [...document.querySelectorAll('.card img')].every(i => i.naturalWidth > 0)"
+    )
+
+    # verdict first: the failing gates, each a link to its row
+    links = page.locator("#verdict a.gate-link")
+    assert links.count() == 2
+    first_row = page.locator("#verdict-table tr.fail").first
+    assert first_row.bounding_box()["y"] < page.locator("#table2").bounding_box()["y"]
+    for i in range(links.count()):
+        target = links.nth(i).get_attribute("href")
+        links.nth(i).click()
+        assert page.evaluate("location.hash") == target
+        top = page.evaluate(
+            f"document.getElementById({json.dumps(target[1:])}).getBoundingClientRect().top"
+        )
+        assert 0 <= top < 900, (target, top)
+
+    page.evaluate("window.scrollTo(0, 0)")
+    shot = tmp_path / "report.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    size = report.stat().st_size
+    assert size < 5_000_000
+    print(f"\nreport.html {size / 1024:.0f} KiB, load {timing['load']:.0f} ms, screenshot {shot}")
+    page.close()

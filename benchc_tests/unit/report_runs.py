@@ -1,0 +1,113 @@
+"""Small stored runs written without a model, for the report's tests (unit and browser).
+
+A run folder is what :class:`benchc.suite.run.SuiteRun` leaves behind; here the option logits
+and VSI arrays are drawn from a seeded generator over a real (synthetic) dataset, so the
+report's numbers, thumbnails and drill-down all have something real to show, in milliseconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from benchc import spec
+from benchc.results import ResultStore, RunKey
+from benchc.results.reader import SAMPLES, VSI
+
+CORRUPTIONS = ("fog", "gaussian_noise")
+SEVERITIES = (1, 2)
+
+
+def make_dataset(folder: Path, n: int = 24, seed: int = 3) -> Path:
+    from benchc.data import save_jsonl
+    from benchc.data.synthetic import generate
+
+    save_jsonl(generate(n, seed), folder)
+    return folder
+
+
+def make_run(
+    root: Path,
+    dataset_dir: Path,
+    *,
+    model: str = "toy-vlm",
+    seed: int = 0,
+    damp: float = 0.0,
+    corruptions: tuple[str, ...] = CORRUPTIONS,
+    severities: tuple[int, ...] = SEVERITIES,
+    vsi: bool = True,
+) -> Path:
+    """A stored run of a random 'model' on ``dataset_dir``; ``damp`` > 0 makes corruptions
+    hurt more (a worse checkpoint). Returns the run folder."""
+    from benchc.data import load_dataset
+
+    ds = load_dataset(dataset_dir)
+    n, k_max = len(ds), int(ds.n_options.max())
+    rng = np.random.default_rng(seed)
+    key = RunKey(
+        model_fingerprint=f"{model}-{seed}-{damp}",
+        dataset_fingerprint=ds.fingerprint,
+        settings={"image_size": None, "seed": 0},
+        model_name=model,
+        dataset_name=ds.name,
+    )
+    store = ResultStore(root, key)
+    store.save(SAMPLES, {"ids": np.array(ds.ids), "answers": ds.answers, "n_options": ds.n_options})
+    store.write_manifest({"dataset_spec": str(dataset_dir), "model_spec": model})
+    onehot = np.eye(k_max, dtype=np.float32)[ds.answers]
+    clean = rng.normal(0, 1, (n, k_max)).astype(np.float32) + 1.5 * onehot
+    store.save(spec.CLEAN, {"option_logits": clean, "option_mass": np.ones(n, np.float32)})
+    for c in corruptions:
+        for s in severities:
+            noise = rng.normal(0, 0.4 * s * (1 + damp), (n, k_max)).astype(np.float32)
+            logits = clean * (1 - 0.15 * s * (1 + damp)) + noise
+            store.save(
+                spec.condition_key(c, s),
+                {"option_logits": logits.astype(np.float32), "option_mass": np.ones(n, np.float32)},
+            )
+    if vsi:
+        values = np.exp(rng.normal(-1.5, 2.0, n))
+        fc = rng.normal(0, 1, (n, 8)).astype(np.float32)
+        fb = fc + rng.normal(0.6, 0.5, (n, 8)).astype(np.float32)
+        top1 = rng.integers(0, 50, n)
+        store.save(
+            VSI,
+            {
+                "vsi": values,
+                "vsi_top50": values,
+                "top1_clean": top1,
+                "top1_blur": np.where(rng.random(n) < 0.3, top1 + 1, top1),
+                "located": np.zeros(n, bool),
+                "fallback": np.zeros(n, bool),
+                "features_clean": fc,
+                "features_blur": fb,
+            },
+        )
+    return store.run_dir
+
+
+def verdict(scope: str, figure: str, status: str, **kw) -> dict:
+    """A gate verdict dict as the gates produce it."""
+    level = kw.pop("level", "cell" if "-" in scope else "model")
+    out = {
+        "case": f"test_cell[{scope}]" if level == "cell" else f"test_model[{figure}]",
+        "scope": scope,
+        "level": level,
+        "figure": figure,
+        "label": figure.upper(),
+        "direction": "higher",
+        "baseline": -0.1,
+        "current": -0.3 if status == "fail" else -0.1,
+        "change": -0.2 if status == "fail" else 0.0,
+        "tolerance": 0.05,
+        "mdr": 0.04,
+        "se_diff": 0.015,
+        "floor": 0.02,
+        "z": 3.2,
+        "status": status,
+        "reason": None,
+        "movers": [],
+    }
+    out.update(kw)
+    return out

@@ -1,0 +1,280 @@
+"""The report: its numbers equal benchc.metrics, its baseline overlay equals the snapshots,
+verdict order, the written files (size, determinism, schema), the CLI and the CI outputs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchc import spec
+from benchc.gates import Figure, Payload
+from benchc.metrics import (
+    auroc_vsi,
+    brier,
+    ece,
+    encoder_llm_gap,
+    insensitive_fraction,
+)
+from benchc.report import ci, compare_runs, data, figures, write_report
+from benchc.report.baseline import read_snapshots
+from benchc.results.reader import find_runs, read_run
+from benchc_tests.unit.report_runs import make_dataset, make_run, verdict
+
+N_BOOT = 50  # SE machinery is tested in test_metrics_stats; keep these fast
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    return make_dataset(tmp_path_factory.mktemp("data") / "toy")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, dataset) -> Path:
+    return make_run(tmp_path_factory.mktemp("results"), dataset)
+
+
+@pytest.fixture(scope="module")
+def doc(run_dir) -> dict:
+    return data.build([read_run(run_dir)], n_boot=N_BOOT)
+
+
+def close(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and (b is None or not np.isfinite(b))
+    return bool(np.isclose(a, b, rtol=0, atol=1e-12))
+
+
+def test_table2_is_the_grid(run_dir, doc):
+    g = read_run(run_dir).grid
+    ses = g.standard_errors(N_BOOT, 0)
+    t2 = doc["series"][0]["table2"]
+    attr = {"ras": "ras_mean", "d_s": "d_s_mean", "d_c": "d_c_mean"}
+    for key, _ in data.TABLE2:
+        assert close(t2[key]["value"], getattr(g, attr.get(key, key))), key
+        if key in ses:
+            assert close(t2[key]["se"], float(ses[key])), key
+    assert t2["d_s"]["se"] > 0 and t2["d_c"]["se"] > 0
+
+
+def test_cells_families_and_tables_are_the_grid(run_dir, doc):
+    run = read_run(run_dir)
+    g, s = run.grid, doc["series"][0]
+    for name, attr in data.CELLS.items():
+        for i, c in enumerate(g.corruptions):
+            for j, sev in enumerate(run.severities):
+                assert close(s["cells"][name][f"{c}-{sev}"], getattr(g, attr)[i, j])
+    # Fig. 7: the family mean over its corruptions at each severity
+    fog = g.corruptions.index("fog")
+    assert s["families"]["r_c"]["weather"] == [pytest.approx(g.cell_r_c[fog, j]) for j in range(2)]
+    # Table III
+    att = g.states("ras")
+    assert s["states"]["count"] == att.count.tolist()
+    assert np.allclose(s["states"]["ras"], att.mean)
+    assert np.allclose(s["states"]["d_s"], g.states("d_s").mean)
+    assert np.allclose(s["states"]["cond_rate"], att.alpha)
+    assert close(s["states"]["r_c"], g.r_c) and close(s["states"]["r_w"], g.r_w)
+    # Table IV
+    t4 = g.regimes()
+    assert s["regimes"]["count"] == t4.count.tolist()
+    assert np.allclose(np.asarray(s["regimes"]["mean_ras"], float), t4.mean_ras, equal_nan=True)
+    # Fig. 6
+    tr = g.trajectories()
+    assert s["trajectories"]["count"] == tr.count.tolist()
+    assert np.allclose(np.asarray(s["trajectories"]["ras"], float), tr.ras, equal_nan=True)
+
+
+def test_component_plane_is_the_pairs(run_dir, doc):
+    g = read_run(run_dir).grid
+    plane = doc["series"][0]["plane"]["states"]
+    att = g.states("ras")
+    for k, state in enumerate(("cc", "cw", "wc", "ww")):
+        st = plane[state]
+        assert st["n"] == att.count[k] == int(np.sum(st["density"]))
+        assert close(st["mean_ras"], att.mean[k])
+        assert close(st["mean_d_c"], g.states("d_c").mean[k])
+
+
+def test_vsi_block_is_the_vsi_metrics(run_dir, doc):
+    run = read_run(run_dir)
+    a, g = run.vsi, run.grid
+    v = doc["series"][0]["vsi"]
+    assert close(v["insensitive_fraction"], insensitive_fraction(a["vsi"]))
+    gap = encoder_llm_gap(
+        a["vsi"], a["features_clean"], a["features_blur"], a["top1_clean"], a["top1_blur"]
+    )
+    assert close(v["gap"]["gap"], gap.gap) and close(v["gap"]["change_low"], gap.change_rate)
+    assert v["gap"]["n_low"] == gap.n
+    assert close(v["signals"]["auroc_vsi"], auroc_vsi(~g.correct_clean, a["vsi"]))
+    assert close(v["signals"]["ece"], ece(g.conf_clean, g.correct_clean))
+    assert close(v["signals"]["brier"], brier(g.conf_clean, g.correct_clean))
+    assert v["values"] == [pytest.approx(x, abs=1e-6) for x in a["vsi"]]
+
+
+def _svg_texts(svg: str) -> list[str]:
+    return [t.strip() for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+
+
+def test_heatmap_draws_the_cell_values(doc):
+    svg = figures.heatmap(doc, "ras", "RAS")
+    texts = " ".join(_svg_texts(svg))
+    for key, value in doc["series"][0]["cells"]["ras"].items():
+        assert f"{value:.2f}" in texts, key
+    traj = " ".join(_svg_texts(figures.trajectory_composition(doc)))
+    t = doc["series"][0]["trajectories"]
+    for share, r in zip(t["share"], t["ras"], strict=True):
+        if share and share > 0.06:
+            assert f"{r:+.2f}" in traj
+
+
+def _snapshot(folder: Path, scope: str, figs: dict[str, float], **info) -> None:
+    p = Payload(
+        scope=scope,
+        model="toy-vlm",
+        dataset="toy",
+        n=24,
+        figures={k: Figure(v, 0.01, None) for k, v in figs.items()},
+        rules=[],
+        info=info,
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{scope.replace(':', '-')}.json").write_text(p.to_json())
+
+
+def test_baseline_overlay_comes_from_the_snapshots(tmp_path, run_dir):
+    folder = tmp_path / "thresholds" / "toy-vlm"
+    _snapshot(folder, "fog-1", {"ras": -0.25, "accuracy": 0.5, "r_c": -0.3}, d_s=0.1)
+    _snapshot(folder, "model:ras", {"ras": -0.2}, clean_accuracy=0.7, corrupt_accuracy=0.6)
+    _snapshot(folder, "vsi:gap", {"gap": 0.4}, probe_accuracy=0.7, argmax_change_rate=0.3)
+    (folder / "broken.json").write_text("{")
+    base = read_snapshots(tmp_path / "thresholds", "toy-vlm")
+    assert base.problems and "broken.json" in base.problems[0]
+    doc = data.build([read_run(run_dir)], baseline=base, n_boot=N_BOOT)
+    b = doc["series"][1]
+    assert b["kind"] == "baseline"
+    assert b["cells"]["ras"] == {"fog-1": -0.25} and b["cells"]["d_s"] == {"fog-1": 0.1}
+    assert b["table2"]["ras"] == {"value": -0.2, "se": 0.01}
+    assert b["table2"]["d_acc"]["value"] == pytest.approx(-0.1)
+    assert b["vsi"]["gap"]["gap"] == 0.4 and b["vsi"]["gap"]["change_low"] == 0.3
+    assert b["states"] is None  # per-pair arrays are not in the JSON: no invented baseline
+    svg = figures.heatmap(doc, "ras", "RAS")
+    assert "baseline" in _svg_texts(svg)  # its own panel, and the change under each value
+    fog1 = doc["series"][0]["cells"]["ras"]["fog-1"]
+    assert f"{fog1 + 0.25:+.2f}" in " ".join(_svg_texts(svg))
+
+
+def test_verdicts_failures_first_with_anchors():
+    vs = [
+        verdict("fog-1", "ras", "pass"),
+        verdict("fog-2", "ras", "fail"),
+        verdict("model", "r_w", "improved"),
+        verdict("fog-2", "accuracy", "fail", change=-0.5),
+    ]
+    block = data.verdicts_block(vs, None, "pytest --snapshot-update")
+    assert [v["status"] for v in block["items"]] == ["fail", "fail", "improved", "pass"]
+    assert block["items"][0]["figure"] == "accuracy"  # furthest past its tolerance first
+    anchors = [v["anchor"] for v in block["items"]]
+    assert len(set(anchors)) == 4 and all(re.fullmatch(r"[\w-]+", a) for a in anchors)
+    assert block["counts"] == {"pass": 1, "fail": 2, "improved": 1}
+    assert data.cell_status(block) == {"fog-1": "pass", "fog-2": "fail"}
+    assert data.verdicts_block(None, None, None)["note"] == "no gate verdicts available"
+
+
+def test_write_report_files(tmp_path, run_dir):
+    vs = [verdict("fog-2", "ras", "fail", movers=[["syn3-00004", 0.1, -0.4]]),
+          verdict("fog-1", "ras", "pass")]  # fmt: skip
+    out = write_report(run_dir, tmp_path / "a", verdicts=vs, n_boot=N_BOOT)
+    html = out.read_text()
+    assert out.name == "report.html" and out.stat().st_size < 5_000_000
+    assert 'href="#gate-fog-2-ras"' in html and 'id="gate-fog-2-ras"' in html
+    assert html.index("gate-fog-2-ras") < html.index('id="table2"')  # verdict first
+    assert html.count('class="report-section"') == 9
+    assert html.count('<figure class="fig"') == len(figures.FIGURES)
+    assert not re.search(r"""(src|href)=["']?(https?:)?//|url\(\s*["']?https?:|<script""", html)
+    assert html.count("<img ") == 3 * data.DRILL_SAMPLES  # clean, corrupted, blurred
+    doc = json.loads((tmp_path / "a" / "report.json").read_text())
+    assert doc["schema"] == data.SCHEMA and doc["figures"] == sorted(figures.FIGURES)
+    assert doc["drilldown"][0]["id"] == "syn3-00004"  # the failing gate's mover first
+    assert "thumbnails" not in doc["drilldown"][0]
+    # determinism: the same run gives byte-identical files
+    again = write_report(run_dir, tmp_path / "b", verdicts=vs, n_boot=N_BOOT)
+    assert again.read_bytes() == out.read_bytes()
+    assert (tmp_path / "b" / "report.json").read_bytes() == (
+        tmp_path / "a" / "report.json"
+    ).read_bytes()
+
+
+def test_offline_report_without_gate_code_says_so(tmp_path, run_dir):
+    out = write_report(run_dir, tmp_path / "r", thresholds_dir=tmp_path / "none", n_boot=N_BOOT)
+    doc = json.loads((out.parent / "report.json").read_text())
+    try:
+        import benchc.suite.verdicts  # noqa: F401
+    except ImportError:
+        assert doc["verdicts"]["available"] is False
+        assert doc["verdicts"]["note"].startswith("no gate verdicts available")
+        assert "no gate verdicts available" in out.read_text()
+
+
+def test_cli_report_and_compare(tmp_path, dataset, run_dir):
+    from benchc.cli import main
+
+    worse = make_run(tmp_path / "results", dataset, model="toy-vlm", seed=1, damp=1.0)
+    assert main(["report", str(run_dir), "--out", str(tmp_path / "rep"), "--no-images"]) == 0
+    assert (tmp_path / "rep" / "report.html").is_file()
+    argv = ["compare", str(run_dir), str(worse), "--out", str(tmp_path / "cmp")]
+    assert main([*argv, "--labels", "base,worse"]) == 0
+    doc = json.loads((tmp_path / "cmp" / "report.json").read_text())
+    assert doc["mode"] == "compare" and [s["label"] for s in doc["series"]] == ["base", "worse"]
+    w = read_run(worse).grid
+    assert close(doc["series"][1]["table2"]["ras"]["value"], w.ras_mean)
+    assert doc["drilldown"][0]["why"].startswith("largest drop")
+    with pytest.raises(SystemExit):
+        main(["compare", str(run_dir), "--out", str(tmp_path / "x")])
+
+
+def test_compare_runs_needs_two(tmp_path, run_dir):
+    with pytest.raises(ValueError, match="two runs"):
+        compare_runs([run_dir], tmp_path)
+
+
+def test_ci_properties_and_step_summary(tmp_path):
+    class Node:
+        def __init__(self) -> None:
+            self.user_properties: list = []
+
+    v = verdict("fog-2", "ras", "fail", mdr=float("nan"))
+    node = Node()
+    ci.record(node, v)
+    props = dict(node.user_properties)
+    assert props["benchc.ras.status"] == "fail"
+    assert props["benchc.ras.change"] == -0.2 and props["benchc.ras.tolerance"] == 0.05
+    assert props["benchc.ras.mdr"] == ""
+    assert json.loads(props["benchc.ras.verdict"])["scope"] == "fog-2"
+    md = ci.step_summary([v, verdict("fog-1", "ras", "pass")], report="out/report.html")
+    assert "1 failed" in md and "| fail | RAS | fog-2 | -0.1000 | -0.3000 | -0.2000 |" in md
+    assert "fog-1" not in md  # passes are counted, not listed
+    target = tmp_path / "summary.md"
+    assert ci.write_step_summary([v], environ={}) is None
+    ci.write_step_summary([v], environ={ci.SUMMARY_ENV: str(target)})
+    ci.write_step_summary([v], environ={ci.SUMMARY_ENV: str(target)})
+    assert target.read_text().count("## benchc robustness gates") == 2  # appended
+
+
+def test_reader_partial_grid_and_errors(tmp_path, dataset):
+    run = make_run(tmp_path, dataset, severities=(1, 2))
+    (run / "fog-2.npz").unlink()  # fog lost a severity: the complete grid is noise only
+    r = read_run(run)
+    assert r.corruptions == ("gaussian_noise",) and r.severities == (1, 2)
+    assert r.grid.shape == (24, 1, 2) and find_runs(tmp_path) == [run]
+    with pytest.raises(FileNotFoundError, match="not a benchc results folder"):
+        read_run(tmp_path)
+    from benchc.results import atomic_save_npz
+
+    atomic_save_npz(run / "fog-1.npz", {"option_logits": np.zeros((3, 4), np.float32)})
+    (run / "fog-2.npz").write_bytes((run / "fog-1.npz").read_bytes())
+    with pytest.raises(Exception, match=r"fog-1.npz has 3 rows"):
+        read_run(run)
+    assert spec.CLEAN == "clean"
