@@ -3,19 +3,27 @@
 Snapshots are read only through :meth:`benchc.gates.Payload.from_json` and classified by their
 ``scope`` (``fog-3`` a cell, ``model:ras`` a model figure, ``vsi:gap`` a VSI figure), not by file
 name, so the report keeps working whatever files the gates add. Per-pair arrays (what the
-four-state, component-plane and trajectory figures need) are not in the JSON; those figures
-say so instead of inventing a baseline.
+four-state, component-plane and trajectory figures need) are not in the JSON: they come from
+the stored run the snapshots were recorded from when it is still in the results store, found
+by reproducing the snapshots' own per-sample values (:func:`find_baseline_run`); otherwise
+those figures say so instead of inventing a baseline.
 """
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from benchc import spec
 from benchc.gates import Payload
 from benchc.gates.snapshot import model_slug
+from benchc.results.reader import MANIFEST, StoredRun, find_runs, read_run
+from benchc.results.store import StoreError
 
 
 @dataclass(frozen=True)
@@ -155,3 +163,57 @@ def vsi_from_snapshots(base: SnapshotBaseline) -> dict[str, object] | None:
         },
         "signals": None,
     }
+
+
+def _matches(run: StoredRun, base: SnapshotBaseline, checks: int = 3) -> bool:
+    """Whether ``run`` reproduces the snapshots' own per-sample RAS (to their 6 decimals) in
+    up to ``checks`` recorded cells: then it is the run the baseline was recorded from."""
+    g = run.grid
+    if g is None:
+        return False
+    done = 0
+    for key, payload in sorted(base.cells.items()):
+        c, s = spec.parse_condition(key)
+        if c not in g.corruptions or s not in run.severities or "ras" not in payload.per_sample:
+            continue
+        if list(payload.ids) != list(run.ids):
+            return False
+        ours = g.ras[:, g.corruptions.index(c), run.severities.index(s)]
+        theirs = np.asarray(payload.per_sample["ras"], dtype=np.float64)
+        if theirs.shape != ours.shape or not np.allclose(
+            ours, theirs, rtol=0, atol=2e-6, equal_nan=True
+        ):
+            return False
+        done += 1
+        if done == checks:
+            break
+    return done > 0
+
+
+def find_baseline_run(
+    current: StoredRun, base: SnapshotBaseline, roots: Sequence[Path]
+) -> StoredRun | None:
+    """The stored run the snapshots were recorded from, if it is still under ``roots``
+    (same model name and dataset, and it reproduces the snapshots' per-sample values), so
+    figures that need per-pair arrays get their baseline too. None when there is none."""
+    seen: set[Path] = {current.path.resolve()}
+    for root in roots:
+        for path in find_runs(root) if Path(root).is_dir() else []:
+            if path.resolve() in seen:
+                continue
+            seen.add(path.resolve())
+            try:
+                manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue
+            if manifest.get("model_name") != current.model_name or manifest.get(
+                "dataset_fingerprint"
+            ) != current.manifest.get("dataset_fingerprint"):
+                continue
+            try:
+                candidate = read_run(path)
+            except (OSError, StoreError, ValueError):
+                continue
+            if _matches(candidate, base):
+                return candidate
+    return None

@@ -76,6 +76,8 @@ CELLS: dict[str, str] = {
 PLANE_BINS = 24
 #: Gate status order on the page: what needs action first.
 STATUS_ORDER = {"fail": 0, "improved": 1, "unchecked": 2, "pass": 3}
+#: Within a status, the broadest gates first: a model-level failure outranks a cell's.
+LEVEL_ORDER = {"model": 0, "vsi": 1, "family": 2, "cell": 3}
 #: Samples in the drill-down.
 DRILL_SAMPLES = 6
 
@@ -340,7 +342,8 @@ def verdict_anchor(v: dict[str, Any]) -> str:
 def verdicts_block(
     verdicts: Sequence[dict[str, Any]] | None, note: str | None, record_command: str | None
 ) -> dict[str, Any]:
-    """Gate verdicts, failures first, then by how far past the tolerance they went."""
+    """Gate verdicts: failures first, broadest level first, then by how far past the
+    tolerance they went."""
     if verdicts is None:
         return {
             "available": False,
@@ -353,7 +356,13 @@ def verdicts_block(
     def key(v: dict[str, Any]) -> tuple:
         change, tol = num(v.get("change")), num(v.get("tolerance"))
         past = abs(change) / tol if change is not None and tol else 0.0
-        return (STATUS_ORDER.get(str(v.get("status")), 9), -past, str(v.get("case", "")))
+        return (
+            STATUS_ORDER.get(str(v.get("status")), 9),
+            LEVEL_ORDER.get(str(v.get("level")), 9),
+            -past,
+            str(v.get("case", "")),
+            str(v.get("figure", "")),
+        )
 
     items = []
     for v in sorted(verdicts, key=key):
@@ -393,6 +402,7 @@ def build(
     *,
     labels: Sequence[str] | None = None,
     baseline: snap.SnapshotBaseline | None = None,
+    baseline_run: StoredRun | None = None,
     verdicts: Sequence[dict[str, Any]] | None = None,
     verdict_note: str | None = None,
     record_command: str | None = None,
@@ -401,14 +411,20 @@ def build(
 ) -> dict[str, Any]:
     """The report document of ``runs`` (one: a run against its baseline; several: compared).
 
-    The first run sets the axes; the others and the snapshot baseline are overlaid on them.
+    The first run sets the axes; the others and the baseline are overlaid on them. The
+    baseline is ``baseline_run`` (the stored run the snapshots were recorded from, every block)
+    when given, else what the snapshots themselves record.
     """
     if not runs:
         raise ValueError("build: no runs to report")
     labels = list(labels) if labels else _default_labels(runs)
     first = runs[0]
     series = [series_from_run(r, lab, n_boot=n_boot) for r, lab in zip(runs, labels, strict=True)]
-    if baseline is not None and not baseline.empty:
+    if baseline is not None and not baseline.empty and baseline_run is not None:
+        b = series_from_run(baseline_run, "baseline", n_boot=n_boot)
+        b.update(kind="baseline", source=f"{baseline.folder} (recorded from {baseline_run.path})")
+        series.append(b)
+    elif baseline is not None and not baseline.empty:
         series.append(series_from_snapshots(baseline, first.corruptions, first.severities))
     vb = verdicts_block(verdicts, verdict_note, record_command)
     return {
@@ -429,7 +445,7 @@ def build(
             },
         },
         "series": series,
-        "baseline_note": _baseline_note(baseline, len(runs)),
+        "baseline_note": _baseline_note(baseline, len(runs), baseline_run),
         "verdicts": vb,
         "cell_status": cell_status(vb),
         "drilldown": drilldown or [],
@@ -445,7 +461,9 @@ def _default_labels(runs: Sequence[StoredRun]) -> list[str]:
     return labels
 
 
-def _baseline_note(baseline: snap.SnapshotBaseline | None, n_runs: int) -> str:
+def _baseline_note(
+    baseline: snap.SnapshotBaseline | None, n_runs: int, run: StoredRun | None = None
+) -> str:
     if n_runs > 1:
         return "runs compared side by side; the first sets the grid"
     if baseline is None:
@@ -456,6 +474,10 @@ def _baseline_note(baseline: snap.SnapshotBaseline | None, n_runs: int) -> str:
         f"baseline: threshold snapshots in {baseline.folder} ({len(baseline.cells)} cells, "
         f"{len(baseline.model)} model figures, {len(baseline.vsi)} VSI figures)"
     )
+    if run is not None:
+        text += f"; every figure from the run they were recorded from, {run.path}"
+    else:
+        text += "; the run they were recorded from is not in the results store"
     if baseline.problems:
         text += "; unreadable: " + "; ".join(baseline.problems)
     return text

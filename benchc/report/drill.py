@@ -76,7 +76,9 @@ def pick_samples(
     why = "lowest mean RAS over the grid"
     if other is not None and other.grid is not None and other.ids == run.ids:
         ref = dict(zip(run.ids, _mean_ras_by_sample(other), strict=True))
-        why = "largest drop in mean RAS vs the compared run"
+        why = "largest drop in mean RAS vs the " + (
+            "baseline" if baseline is not None else "compared run"
+        )
     elif baseline is not None:
         ref = _baseline_mean_ras(run, baseline)
         why = "largest drop in mean RAS vs the baseline snapshot"

@@ -40,6 +40,10 @@ display:inline-block}.bar.x{background:#d62728}.opt{display:grid;grid-template-c
 14px 1fr 90px 90px;gap:2px 6px;align-items:center;margin-top:4px}.opt .ans{font-weight:bold}
 """
 
+#: Failed gates listed by name in the verdict box (all of them are in the table).
+FAIL_LIST = 12
+#: Verdict statuses folded into a <details> under the table.
+FOLDED = ("improved", "pass")
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("verdict", "Verdict"),
     ("table2", "Model-level robustness (Bench-C Table II)"),
@@ -76,7 +80,7 @@ def _verdict(doc: dict[str, Any]) -> str:
         out.append(
             f'<div class="verdict-box v-fail"><b>{len(fails)} gate(s) failed</b> ({counts}).<ul>'
         )
-        for v in fails:
+        for v in fails[:FAIL_LIST]:
             out.append(
                 f'<li><a class="gate-link" href="#{e(v["anchor"])}">{e(v.get("label"))} in '
                 f"{e(v.get('scope'))}</a>: {f(v.get('baseline'))} → {f(v.get('current'))} "
@@ -84,6 +88,8 @@ def _verdict(doc: dict[str, Any]) -> str:
                 f"MDR {f(v.get('mdr'))})</li>"
             )
         out.append("</ul>")
+        if len(fails) > FAIL_LIST:
+            out.append(f"… and {len(fails) - FAIL_LIST} more failed gates in the table below.")
         if vb.get("record_command"):
             out.append(
                 "If the change is intended, re-record the baseline with:"
@@ -94,30 +100,40 @@ def _verdict(doc: dict[str, Any]) -> str:
         out.append(f'<div class="verdict-box v-ok"><b>No gate failed</b> ({counts}).</div>')
     if vb.get("note"):
         out.append(f'<p class="note">{e(vb["note"])}</p>')
-    rows = [
-        '<table id="verdict-table"><tr><th class="l">status</th><th class="l">gate</th>'
+    head = (
+        '<tr><th class="l">status</th><th class="l">gate</th>'
         '<th class="l">scope</th><th>baseline</th><th>current</th><th>change</th>'
         '<th>tolerance</th><th>MDR</th><th>SE diff</th><th>z</th><th class="l">better</th>'
         '<th class="l">reason / movers</th></tr>'
-    ]
-    for v in items:
-        st = str(v.get("status"))
-        movers = ", ".join(
-            f"{e(m[0])} {f(m[1], 2)}→{f(m[2], 2)}" for m in (v.get("movers") or [])[:3]
-        )
-        why = " ".join(x for x in (e(v.get("reason") or ""), movers) if x)
-        rows.append(
-            f'<tr id="{e(v["anchor"])}" class="{e(st)}"><td class="l"><span class="badge '
-            f'b-{e(st)}">{e(st)}</span></td><td class="l">{e(v.get("label"))}</td>'
-            f'<td class="l">{e(v.get("scope"))} <span class="se">{e(v.get("level"))}</span></td>'
-            f"<td>{f(v.get('baseline'))}</td><td>{f(v.get('current'))}</td>"
-            f"<td>{f(v.get('change'), signed=True)}</td><td>{f(v.get('tolerance'))}</td>"
-            f"<td>{f(v.get('mdr'))}</td><td>{f(v.get('se_diff'))}</td>"
-            f'<td>{f(v.get("z"), 2)}</td><td class="l">{e(v.get("direction"))}</td>'
-            f'<td class="l">{why}</td></tr>'
-        )
+    )
+    rows = [f'<table id="verdict-table">{head}']
+    rows += [_verdict_row(v) for v in items if v.get("status") not in FOLDED]
     rows.append("</table>")
+    for status in FOLDED:  # folded away: what needs action stays on top
+        group = [v for v in items if v.get("status") == status]
+        if group:
+            rows.append(
+                f'<details id="{status}-gates"><summary>{len(group)} {status} gates</summary>'
+                f'<table class="{status}">{head}{"".join(_verdict_row(v) for v in group)}'
+                "</table></details>"
+            )
     return "\n".join(out + rows)
+
+
+def _verdict_row(v: dict[str, Any]) -> str:
+    st = str(v.get("status"))
+    movers = ", ".join(f"{e(m[0])} {f(m[1], 2)}→{f(m[2], 2)}" for m in (v.get("movers") or [])[:3])
+    why = " ".join(x for x in (e(v.get("reason") or ""), movers) if x)
+    return (
+        f'<tr id="{e(v["anchor"])}" class="{e(st)}"><td class="l"><span class="badge '
+        f'b-{e(st)}">{e(st)}</span></td><td class="l">{e(v.get("label"))}</td>'
+        f'<td class="l">{e(v.get("scope"))} <span class="se">{e(v.get("level"))}</span></td>'
+        f"<td>{f(v.get('baseline'))}</td><td>{f(v.get('current'))}</td>"
+        f"<td>{f(v.get('change'), signed=True)}</td><td>{f(v.get('tolerance'))}</td>"
+        f"<td>{f(v.get('mdr'))}</td><td>{f(v.get('se_diff'))}</td>"
+        f'<td>{f(v.get("z"), 2)}</td><td class="l">{e(v.get("direction"))}</td>'
+        f'<td class="l">{why}</td></tr>'
+    )
 
 
 def _table2(doc: dict[str, Any]) -> str:

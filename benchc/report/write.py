@@ -74,25 +74,32 @@ def write_report(
     record_command: str | None = None,
     images: bool = True,
     n_boot: int = data.N_BOOT,
+    results_roots: Sequence[Path] = (),
 ) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
 
     ``verdicts``: the gate verdict dicts of this run (pytest passes what its gates produced);
-    None with a ``thresholds_dir`` asks the gates to re-check the stored run offline.
+    None with a ``thresholds_dir`` asks the gates to re-check the stored run offline. The
+    baseline's own run is looked for in the run's results store and ``results_roots``.
     """
     run = read_run(run_dir)
     base = snap.read_snapshots(thresholds_dir, run.model_name) if thresholds_dir else None
+    base_run = None
+    if base is not None and not base.empty:
+        roots = [*(results_roots or ()), run.path.parents[1]]
+        base_run = snap.find_baseline_run(run, base, roots)
     if verdicts is None and thresholds_dir is not None:
         verdicts, verdict_note = offline_verdicts(run.path, thresholds_dir)
     elif verdicts is None:
         verdict_note = verdict_note or f"{NO_VERDICTS} (no --baseline thresholds given)"
-    picks = drill.pick_samples(run, verdicts=verdicts, baseline=base)
+    picks = drill.pick_samples(run, verdicts=verdicts, baseline=base, other=base_run)
     items, note = drill.drilldown(
         run, picks, baseline_ras=drill._baseline_mean_ras(run, base), images=images
     )
     doc = data.build(
         [run],
         baseline=base,
+        baseline_run=base_run,
         verdicts=verdicts,
         verdict_note=verdict_note,
         record_command=record_command or record_command_for(run),

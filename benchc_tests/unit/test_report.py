@@ -278,3 +278,38 @@ def test_reader_partial_grid_and_errors(tmp_path, dataset):
     with pytest.raises(Exception, match=r"fog-1.npz has 3 rows"):
         read_run(run)
     assert spec.CLEAN == "clean"
+
+
+def test_baseline_run_found_by_its_per_sample_values(tmp_path, dataset):
+    """The run a snapshot set was recorded from, still in the results store, gives the
+    baseline every figure; a run that does not reproduce the snapshots is never used."""
+    results = tmp_path / "results"
+    base_dir = make_run(results, dataset, seed=0)
+    worse = make_run(results, dataset, seed=0, damp=1.0)
+    base = read_run(base_dir)
+    folder = tmp_path / "thresholds" / "toy-vlm"
+    for i, c in enumerate(base.grid.corruptions):
+        for j, s in enumerate(base.severities):
+            key = spec.condition_key(c, s)
+            p = Payload(
+                scope=key, model="toy-vlm", dataset="toy", n=24,
+                figures={"ras": Figure(float(base.grid.cell_ras[i, j]), 0.01, "ras")},
+                rules=[], ids=base.ids, per_sample={"ras": base.grid.ras[:, i, j]},
+            )  # fmt: skip
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{key}.json").write_text(p.to_json())
+    out = write_report(worse, tmp_path / "r", thresholds_dir=tmp_path / "thresholds", n_boot=N_BOOT)
+    doc = json.loads((out.parent / "report.json").read_text())
+    b = doc["series"][1]
+    assert b["kind"] == "baseline" and str(base_dir) in b["source"]
+    assert b["states"]["count"] == base.grid.states("ras").count.tolist()
+    assert b["trajectories"] is not None and b["plane"] is not None
+    assert doc["drilldown"][0]["why"] == "largest drop in mean RAS vs the baseline"
+    # a snapshot the stored run does not reproduce: the JSON figures only
+    edited = json.loads((folder / "fog-1.json").read_text())
+    edited["per_sample"]["ras"][0] += 0.5
+    (folder / "fog-1.json").write_text(json.dumps(edited))
+    snaps = read_snapshots(tmp_path / "thresholds", "toy-vlm")
+    from benchc.report.baseline import find_baseline_run
+
+    assert find_baseline_run(read_run(worse), snaps, [results]) is None
