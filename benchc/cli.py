@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchc.results.store import StoreError
+
 
 def _runs_under(parser: argparse.ArgumentParser, paths: Sequence[Path]) -> list[Path]:
     from benchc.results.reader import find_runs
@@ -55,9 +57,24 @@ def _report(argv: Sequence[str]) -> int:
     runs = _runs_under(parser, args.runs)
     for run_dir in runs:
         out = args.out if len(runs) == 1 else args.out / f"{run_dir.parent.name}-{run_dir.name}"
-        page = write_report(run_dir, out, thresholds_dir=args.baseline, images=not args.no_images)
+        try:
+            page = write_report(
+                run_dir, out, thresholds_dir=args.baseline, images=not args.no_images
+            )
+        except (StoreError, OSError, ValueError) as exc:
+            return _unreadable("report", run_dir, exc)
         print(f"{run_dir} -> {page}")
     return 0
+
+
+def _unreadable(command: str, where: object, exc: Exception) -> int:
+    """A damaged or foreign results folder: one clear line, exit status 1."""
+    print(
+        f"benchc {command}: {where}: cannot read this results folder: {exc}\n"
+        "  rerun the suite with the same --results-dir to recompute damaged entries",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def _compare(argv: Sequence[str]) -> int:
@@ -83,7 +100,10 @@ def _compare(argv: Sequence[str]) -> int:
     labels = args.labels.split(",") if args.labels else None
     if labels is not None and len(labels) != len(runs):
         parser.error(f"--labels names {len(labels)} runs, {len(runs)} were found")
-    page = compare_runs(runs, args.out, labels=labels, images=not args.no_images)
+    try:
+        page = compare_runs(runs, args.out, labels=labels, images=not args.no_images)
+    except (StoreError, OSError, ValueError) as exc:
+        return _unreadable("compare", ", ".join(map(str, runs)), exc)
     print(f"{len(runs)} runs -> {page}")
     return 0
 

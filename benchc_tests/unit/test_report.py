@@ -208,7 +208,9 @@ def test_write_report_files(tmp_path, run_dir):
 
 
 def test_offline_report_without_gate_code_says_so(tmp_path, run_dir):
-    out = write_report(run_dir, tmp_path / "r", thresholds_dir=tmp_path / "none", n_boot=N_BOOT)
+    out = write_report(
+        run_dir, tmp_path / "r", thresholds_dir=tmp_path / "none", n_boot=N_BOOT, images=False
+    )
     doc = json.loads((out.parent / "report.json").read_text())
     try:
         import benchc.suite.verdicts  # noqa: F401
@@ -313,3 +315,15 @@ def test_baseline_run_found_by_its_per_sample_values(tmp_path, dataset):
     from benchc.report.baseline import find_baseline_run
 
     assert find_baseline_run(read_run(worse), snaps, [results]) is None
+
+
+def test_cli_damaged_run_is_one_clear_line(tmp_path, capsys):
+    from benchc.cli import main
+
+    run = tmp_path / "m" / "x"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text("{}")
+    (run / "samples.npz").write_bytes(b"not an npz")
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "cannot read this results folder" in err and "samples.npz" in err
