@@ -11,7 +11,6 @@ those figures say so instead of inventing a baseline.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,8 +21,8 @@ import numpy as np
 from benchc import spec
 from benchc.gates import Payload
 from benchc.gates.snapshot import model_slug
-from benchc.results.reader import MANIFEST, StoredRun, find_runs, read_run
-from benchc.results.store import StoreError
+from benchc.results.reader import StoredRun, find_runs, read_run
+from benchc.results.store import StoreError, read_manifest
 
 
 @dataclass(frozen=True)
@@ -203,8 +202,8 @@ def find_baseline_run(
                 continue
             seen.add(path.resolve())
             try:
-                manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
+                manifest = read_manifest(path)
+            except (OSError, StoreError):
                 continue
             if manifest.get("model_name") != current.model_name or manifest.get(
                 "dataset_fingerprint"
