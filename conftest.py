@@ -17,7 +17,7 @@ pytest_plugins = ["benchc.plugin"]
 #: Selects a Hypothesis profile (default ``ci``); ``--hypothesis-profile`` wins over it.
 HYPOTHESIS_ENV = "BENCHC_HYPOTHESIS_PROFILE"
 #: Markers whose tests run only when ``-m`` names them (each has its own line in ``.ci/run``).
-OPT_IN_MARKERS = ("architectures", "packaging")
+OPT_IN_MARKERS = ("architectures", "packaging", "browser")
 
 
 # ``ci``: modest, deterministic, no deadline (shared CI cores are slow and noisy); ``dev``: many
@@ -32,7 +32,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect opt-in tests (architecture matrix, packaging) unless ``-m`` names their marker."""
+    """Deselect opt-in tests (architecture matrix, packaging, browser) unless ``-m`` names their marker."""
     expr = config.getoption("markexpr", "") or ""
     skip = [m for m in OPT_IN_MARKERS if m not in expr]
     if not skip:
