@@ -15,16 +15,20 @@ from pathlib import Path
 from benchc.results.store import StoreError
 
 
-def _runs_under(parser: argparse.ArgumentParser, paths: Sequence[Path]) -> list[Path]:
-    from benchc.results.reader import find_runs
+def _runs_under(
+    parser: argparse.ArgumentParser, paths: Sequence[Path]
+) -> list[tuple[Path, Path | None]]:
+    """``(run folder, VSI run folder or None)`` under ``paths``: a model's grid run and its
+    separate VSI run are one report."""
+    from benchc.results.reader import find_runs, group_runs
 
     runs: list[Path] = []
     for path in paths:
         found = find_runs(path)
         if not found:
             parser.error(f"{path}: no benchc results folder (manifest.json) found")
-        runs.extend(found)
-    return runs
+        runs.extend(p for p in found if p not in runs)
+    return group_runs(runs)
 
 
 def _report(argv: Sequence[str]) -> int:
@@ -55,11 +59,15 @@ def _report(argv: Sequence[str]) -> int:
     parser.add_argument("--no-images", action="store_true", help="skip the drill-down thumbnails")
     args = parser.parse_args(list(argv))
     runs = _runs_under(parser, args.runs)
-    for run_dir in runs:
+    for run_dir, vsi_dir in runs:
         out = args.out if len(runs) == 1 else args.out / f"{run_dir.parent.name}-{run_dir.name}"
         try:
             page = write_report(
-                run_dir, out, thresholds_dir=args.baseline, images=not args.no_images
+                run_dir,
+                out,
+                thresholds_dir=args.baseline,
+                images=not args.no_images,
+                vsi_dir=vsi_dir,
             )
         except (StoreError, OSError, ValueError) as exc:
             return _unreadable("report", run_dir, exc)
@@ -101,9 +109,15 @@ def _compare(argv: Sequence[str]) -> int:
     if labels is not None and len(labels) != len(runs):
         parser.error(f"--labels names {len(labels)} runs, {len(runs)} were found")
     try:
-        page = compare_runs(runs, args.out, labels=labels, images=not args.no_images)
+        page = compare_runs(
+            [r for r, _ in runs],
+            args.out,
+            labels=labels,
+            images=not args.no_images,
+            vsi_dirs=[v for _, v in runs],
+        )
     except (StoreError, OSError, ValueError) as exc:
-        return _unreadable("compare", ", ".join(map(str, runs)), exc)
+        return _unreadable("compare", ", ".join(str(r) for r, _ in runs), exc)
     print(f"{len(runs)} runs -> {page}")
     return 0
 

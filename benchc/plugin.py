@@ -420,22 +420,25 @@ def _write_reports(config: pytest.Config) -> None:
     page = None
     if cfg.report is not None and dirs:
         from benchc.report import compare_runs, write_report
+        from benchc.results.reader import group_runs
 
         try:
             from benchc.suite.gate import record_command
         except ImportError:  # the gates moved it: the report then builds one from the manifest
             record_command = None
-        if len(dirs) == 1:
+        groups = group_runs(dirs)  # the grid run and, with its own dataset, the VSI run
+        if len(groups) == 1:
             page = write_report(
-                dirs[0],
+                groups[0][0],
                 cfg.report,
+                vsi_dir=groups[0][1],
                 thresholds_dir=cfg.thresholds_dir,
                 verdicts=verdicts,
                 verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
                 record_command=record_command(cfg) if record_command else None,
             )
         else:
-            page = compare_runs(dirs, cfg.report)
+            page = compare_runs([g for g, _ in groups], cfg.report, vsi_dirs=[v for _, v in groups])
     if verdicts:
         ci.write_step_summary(verdicts, report=str(page) if page else None)
 

@@ -55,11 +55,16 @@ def read_snapshots(thresholds_dir: Path, model_name: str) -> SnapshotBaseline | 
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(f"{path.name}: {exc}")
             continue
+        # format 2 names the level ("model", one snapshot per figure, scope "model"); format 1
+        # put it in the scope ("model:ras")
         kind, _, name = payload.scope.partition(":")
-        if kind == "model" and name:
-            model[name] = payload
-        elif kind == "vsi" and name:
-            vsi[name] = payload
+        level = getattr(payload, "level", None) or kind
+        if level in ("model", "vsi"):
+            target = model if level == "model" else vsi
+            for fig in [name] if name else list(payload.figures):
+                target[fig] = payload
+        elif level == "family":
+            continue  # family gates: their cells are drawn, the family means are recomputed
         else:
             try:
                 c, _ = spec.parse_condition(payload.scope)
@@ -121,7 +126,8 @@ def table2_from_snapshots(base: SnapshotBaseline) -> dict[str, dict[str, float |
         v = _num(info.get(key))
         return None if v is None else {"value": v, "se": None}
 
-    acc_clean, acc_corrupt = from_info("clean_accuracy"), from_info("corrupt_accuracy")
+    acc_clean = from_info("clean_accuracy") or from_info("acc_clean")
+    acc_corrupt = from_info("corrupt_accuracy") or from_info("acc_corrupt")
     d_acc = None
     if acc_clean and acc_corrupt:
         d_acc = {"value": acc_corrupt["value"] - acc_clean["value"], "se": None}
@@ -173,12 +179,13 @@ def _matches(run: StoredRun, base: SnapshotBaseline, checks: int = 3) -> bool:
     done = 0
     for key, payload in sorted(base.cells.items()):
         c, s = spec.parse_condition(key)
-        if c not in g.corruptions or s not in run.severities or "ras" not in payload.per_sample:
+        per_sample = getattr(payload, "per_sample", None) or {}  # format 1 only
+        if c not in g.corruptions or s not in run.severities or "ras" not in per_sample:
             continue
         if list(payload.ids) != list(run.ids):
             return False
         ours = g.ras[:, g.corruptions.index(c), run.severities.index(s)]
-        theirs = np.asarray(payload.per_sample["ras"], dtype=np.float64)
+        theirs = np.asarray(per_sample["ras"], dtype=np.float64)
         if theirs.shape != ours.shape or not np.allclose(
             ours, theirs, rtol=0, atol=2e-6, equal_nan=True
         ):
@@ -215,4 +222,96 @@ def find_baseline_run(
                 continue
             if _matches(candidate, base):
                 return candidate
+    return None
+
+
+def evidence_run(base: SnapshotBaseline) -> StoredRun | None:
+    """The baseline's full grid from the snapshots' own per-sample sidecar (the option logits
+    the paired gates resample), as a run the report draws like any other; None when the
+    snapshots carry no such sidecar (format 1) or it cannot be read."""
+    try:
+        from benchc.gates import sidecar
+    except ImportError:
+        return None
+    for payload in base.model.values():
+        rel = getattr(payload, "evidence_file", None)
+        if not rel:
+            continue
+        try:
+            ev = sidecar.load(
+                base.folder, rel, getattr(payload, "evidence_digest", None), where=payload.scope
+            )
+        except (ValueError, OSError, StoreError):
+            continue
+        if getattr(ev, "kind", None) != "grid":
+            continue
+        parsed = [spec.parse_condition(c) for c in ev.conditions]
+        corruptions = tuple(dict.fromkeys(c for c, _ in parsed))
+        severities = tuple(sorted({s for _, s in parsed}))
+        n, _, k = ev.logits.shape
+        if len(parsed) != len(corruptions) * len(severities):
+            continue
+        info = payload.info
+        return StoredRun(
+            path=base.folder / rel,
+            manifest={
+                "model_name": payload.model,
+                "dataset_name": payload.dataset,
+                "dataset_fingerprint": info.get("dataset_fingerprint"),
+                "settings": {"seed": info.get("seed", spec.DEFAULT_SEED)},
+            },
+            ids=tuple(ev.ids),
+            answers=ev.answers,
+            n_options=ev.n_options,
+            corruptions=corruptions,
+            severities=severities,
+            clean_logits=ev.logits[:, 0],
+            logits=ev.logits[:, 1:].reshape(n, len(corruptions), len(severities), k),
+        )
+    return None
+
+
+def evidence_vsi(base: SnapshotBaseline) -> dict[str, object] | None:
+    """The baseline's per-sample VSI block from its VSI sidecar (format 2), else None."""
+    try:
+        from benchc.gates import sidecar
+    except ImportError:
+        return None
+    for payload in base.vsi.values():
+        rel = getattr(payload, "evidence_file", None)
+        if not rel:
+            continue
+        try:
+            ev = sidecar.load(
+                base.folder, rel, getattr(payload, "evidence_digest", None), where=payload.scope
+            )
+        except (ValueError, OSError, StoreError):
+            continue
+        if getattr(ev, "kind", None) != "vsi":
+            continue
+        vsi = np.asarray(ev.vsi, dtype=np.float64)
+        low = vsi < spec.VSI_INSENSITIVE
+        changed = np.asarray(ev.changed, dtype=np.float64)
+        probe = np.asarray(ev.probe_correct, dtype=np.float64)
+
+        def mean(a: np.ndarray, m: np.ndarray) -> float | None:
+            return _num(a[m].mean()) if m.any() else None
+
+        recorded = vsi_from_snapshots(base) or {}
+        return {
+            "n": int(vsi.size),
+            "median": _num(np.median(vsi)),
+            "insensitive_fraction": _num(low.mean()),
+            "values": [round(float(v), 6) for v in vsi],
+            "gap": {
+                "n_low": int(low.sum()),
+                "probe_low": mean(probe, low),
+                "probe_low_std": None,
+                "change_low": mean(changed, low),
+                "probe_high": mean(probe, ~low),
+                "change_high": mean(changed, ~low),
+                "gap": (recorded.get("gap") or {}).get("gap"),
+            },
+            "signals": None,
+        }
     return None

@@ -245,13 +245,21 @@ def vsi_block(run: StoredRun, g: GridMetrics | None) -> dict[str, Any] | None:
             high_probe = None
     signals = None
     if g is not None:
-        errors = ~g.correct_clean
-        signals = {
-            "auroc_vsi": num(auroc_vsi(errors, vsi)),
-            "prr80": num(prr(errors, -vsi, 0.8)),
-            "ece": num(ece(g.conf_clean, g.correct_clean)),
-            "brier": num(brier(g.conf_clean, g.correct_clean)),
-        }
+        # the clean option answers of the VSI samples (all of them when VSI ran on the
+        # grid's own dataset; the shared ids when the VSI gates have a set of their own)
+        where = {sid: i for i, sid in enumerate(run.ids)}
+        vsi_ids = run.vsi_ids if run.vsi_ids is not None else run.ids
+        rows = [(k, where[sid]) for k, sid in enumerate(vsi_ids) if sid in where]
+        if len(rows) >= 2:
+            kv, kg = (np.array(x) for x in zip(*rows, strict=True))
+            correct, conf = g.correct_clean[kg], g.conf_clean[kg]
+            signals = {
+                "n": len(rows),
+                "auroc_vsi": num(auroc_vsi(~correct, vsi[kv])),
+                "prr80": num(prr(~correct, -vsi[kv], 0.8)),
+                "ece": num(ece(conf, correct)),
+                "brier": num(brier(conf, correct)),
+            }
     return {
         "n": int(vsi.size),
         "median": num(np.median(vsi)),
@@ -335,7 +343,7 @@ def series_from_snapshots(
 # -- verdicts ---------------------------------------------------------------------------------
 def verdict_anchor(v: dict[str, Any]) -> str:
     """A stable HTML id for one gate verdict."""
-    raw = f"gate-{v.get('scope', '')}-{v.get('figure', '')}"
+    raw = f"gate-{v.get('scope') or ''}-{v.get('figure') or ''}"
     return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in raw)
 
 
@@ -365,9 +373,12 @@ def verdicts_block(
         )
 
     items = []
+    seen: dict[str, int] = {}
     for v in sorted(verdicts, key=key):
         item = {k: (num(x) if isinstance(x, float) else x) for k, x in v.items()}
-        item["anchor"] = verdict_anchor(v)
+        anchor = verdict_anchor(v)
+        seen[anchor] = seen.get(anchor, 0) + 1
+        item["anchor"] = anchor if seen[anchor] == 1 else f"{anchor}-{seen[anchor]}"
         items.append(item)
     counts: dict[str, int] = {}
     for v in items:
@@ -422,7 +433,9 @@ def build(
     series = [series_from_run(r, lab, n_boot=n_boot) for r, lab in zip(runs, labels, strict=True)]
     if baseline is not None and not baseline.empty and baseline_run is not None:
         b = series_from_run(baseline_run, "baseline", n_boot=n_boot)
-        b.update(kind="baseline", source=f"{baseline.folder} (recorded from {baseline_run.path})")
+        b.update(kind="baseline", source=f"{baseline.folder} ({baseline_run.path})")
+        if b["vsi"] is None:
+            b["vsi"] = snap.evidence_vsi(baseline) or snap.vsi_from_snapshots(baseline)
         series.append(b)
     elif baseline is not None and not baseline.empty:
         series.append(series_from_snapshots(baseline, first.corruptions, first.severities))
@@ -475,9 +488,9 @@ def _baseline_note(
         f"{len(baseline.model)} model figures, {len(baseline.vsi)} VSI figures)"
     )
     if run is not None:
-        text += f"; every figure from the run they were recorded from, {run.path}"
+        text += f"; per-pair figures from {run.path}"
     else:
-        text += "; the run they were recorded from is not in the results store"
+        text += "; no per-pair arrays (no sidecar, and the recording run is not in the store)"
     if baseline.problems:
         text += "; unreadable: " + "; ".join(baseline.problems)
     return text

@@ -40,9 +40,10 @@ def _baseline_mean_ras(run: StoredRun, base: SnapshotBaseline | None) -> dict[st
     sums: dict[str, list[float]] = {}
     for key in run.cells:
         p = base.cells.get(key)
-        if p is None or "ras" not in p.per_sample:
+        per_sample = getattr(p, "per_sample", None) or {}  # format-1 snapshots only
+        if p is None or "ras" not in per_sample:
             continue
-        for sid, v in zip(p.ids, p.per_sample["ras"], strict=False):
+        for sid, v in zip(p.ids, per_sample["ras"], strict=False):
             if v is not None and np.isfinite(v):
                 sums.setdefault(sid, []).append(float(v))
     return {sid: float(np.mean(v)) for sid, v in sums.items()}

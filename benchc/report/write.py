@@ -75,19 +75,23 @@ def write_report(
     images: bool = True,
     n_boot: int = data.N_BOOT,
     results_roots: Sequence[Path] = (),
+    vsi_dir: Path | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
 
     ``verdicts``: the gate verdict dicts of this run (pytest passes what its gates produced);
     None with a ``thresholds_dir`` asks the gates to re-check the stored run offline. The
-    baseline's own run is looked for in the run's results store and ``results_roots``.
+    baseline's own run is looked for in the run's results store and ``results_roots``;
+    ``vsi_dir`` is the run folder of the VSI arrays when the VSI gates have their own dataset.
     """
-    run = read_run(run_dir)
+    run = read_run(run_dir, vsi_dir=vsi_dir)
     base = snap.read_snapshots(thresholds_dir, run.model_name) if thresholds_dir else None
     base_run = None
     if base is not None and not base.empty:
         roots = [*(results_roots or ()), run.path.parents[1]]
-        base_run = snap.find_baseline_run(run, base, roots)
+        # the snapshots' own sidecar first (format 2), else the stored run they were recorded
+        # from, recognised by reproducing their per-sample values (format 1)
+        base_run = snap.evidence_run(base) or snap.find_baseline_run(run, base, roots)
     if verdicts is None and thresholds_dir is not None:
         verdicts, verdict_note = offline_verdicts(run.path, thresholds_dir)
     elif verdicts is None:
@@ -116,11 +120,13 @@ def compare_runs(
     labels: Sequence[str] | None = None,
     images: bool = True,
     n_boot: int = data.N_BOOT,
+    vsi_dirs: Sequence[Path | None] | None = None,
 ) -> Path:
     """The same page for two or more stored runs side by side (the first sets the grid)."""
     if len(run_dirs) < 2:
         raise ValueError("compare needs at least two runs")
-    runs = [read_run(p) for p in run_dirs]
+    vsi_dirs = list(vsi_dirs) if vsi_dirs is not None else [None] * len(run_dirs)
+    runs = [read_run(p, vsi_dir=v) for p, v in zip(run_dirs, vsi_dirs, strict=True)]
     picks = drill.pick_samples(runs[0], other=runs[1])
     items, note = drill.drilldown(runs[0], picks, images=images)
     doc = data.build(

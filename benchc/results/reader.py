@@ -11,6 +11,7 @@ naming the bad file).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -62,6 +63,8 @@ class StoredRun:
     logits: np.ndarray | None
     vsi: dict[str, np.ndarray] | None = None
     vsi_name: str | None = None
+    #: Row ids of ``vsi`` when it comes from another run folder (a separate VSI set).
+    vsi_ids: tuple[str, ...] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -122,8 +125,55 @@ def _complete_grid(names: set[str]) -> tuple[tuple[str, ...], tuple[int, ...]]:
     return corruptions, severities if corruptions else ()
 
 
-def read_run(run_dir: Path) -> StoredRun:
-    """Read a run folder written by :class:`benchc.suite.run.SuiteRun`.
+def _has_vsi(run_dir: Path) -> bool:
+    return any(run_dir.glob(f"{VSI}*.npz"))
+
+
+def _has_grid(run_dir: Path) -> bool:
+    names = {p.stem for p in run_dir.glob("*.npz")}
+    return spec.CLEAN in names and bool(_complete_grid(names)[0])
+
+
+def _manifest_or_empty(run_dir: Path) -> dict[str, Any]:
+    try:
+        return read_manifest(run_dir)
+    except StoreError:  # reading the run itself reports it, in one clear line
+        return {}
+
+
+def group_runs(run_dirs: Sequence[Path]) -> list[tuple[Path, Path | None]]:
+    """``(grid run, VSI run or None)`` per model: one pytest session stores the corruption grid
+    and, when the VSI gates use their own dataset, the VSI arrays in a second run folder of the
+    same model fingerprint and settings; those two belong on one page. A run with neither a
+    grid nor a partner is kept on its own."""
+    dirs = [Path(d) for d in run_dirs]
+    manifests = {d: _manifest_or_empty(d) for d in dirs}
+
+    def key(d: Path) -> tuple:
+        m = manifests[d]
+        return (m.get("model_fingerprint"), json.dumps(m.get("settings", {}), sort_keys=True))
+
+    grids = [d for d in dirs if _has_grid(d)]
+    used: set[Path] = set()
+    out: list[tuple[Path, Path | None]] = []
+    for g in grids:
+        vsi = g if _has_vsi(g) else None
+        if vsi is None:
+            vsi = next(
+                (d for d in dirs if d not in grids and d not in used and _has_vsi(d)
+                 and key(d) == key(g)),
+                None,
+            )  # fmt: skip
+        if vsi is not None and vsi != g:
+            used.add(vsi)
+        out.append((g, vsi))
+    out += [(d, d if _has_vsi(d) else None) for d in dirs if d not in grids and d not in used]
+    return out
+
+
+def read_run(run_dir: Path, *, vsi_dir: Path | None = None) -> StoredRun:
+    """Read a run folder written by :class:`benchc.suite.run.SuiteRun`; ``vsi_dir`` names the
+    run folder holding the VSI arrays when they were computed on another dataset.
 
     Raises ``FileNotFoundError`` naming the folder when it is not a run, and
     :class:`benchc.results.store.StoreError` naming the file when an array file is unreadable
@@ -154,10 +204,18 @@ def read_run(run_dir: Path) -> StoredRun:
     cube = None
     if clean is not None and corruptions:
         cube = stack_conditions(logits_of, corruptions, severities)
-    vsi_paths = sorted(run_dir.glob(f"{VSI}*.npz"), key=lambda p: (len(p.name), p.name))
+    vsi_ids: tuple[str, ...] | None = None
+    vsi_home = Path(vsi_dir) if vsi_dir is not None else run_dir
+    vsi_paths = sorted(vsi_home.glob(f"{VSI}*.npz"), key=lambda p: (len(p.name), p.name))
     vsi = load_npz(vsi_paths[0]) if vsi_paths else None
-    if vsi is not None and vsi["vsi"].shape[0] != n:
-        raise StoreError(f"{vsi_paths[0]} has {vsi['vsi'].shape[0]} rows, the run has {n} samples")
+    n_vsi = n
+    if vsi is not None and vsi_home != run_dir:
+        vsi_ids = tuple(str(x) for x in load_npz(vsi_home / f"{SAMPLES}.npz")["ids"])
+        n_vsi = len(vsi_ids)
+    if vsi is not None and vsi["vsi"].shape[0] != n_vsi:
+        raise StoreError(
+            f"{vsi_paths[0]} has {vsi['vsi'].shape[0]} rows, its run has {n_vsi} samples"
+        )
     return StoredRun(
         path=run_dir,
         manifest=manifest,
@@ -170,4 +228,5 @@ def read_run(run_dir: Path) -> StoredRun:
         logits=cube,
         vsi=vsi,
         vsi_name=vsi_paths[0].stem if vsi_paths else None,
+        vsi_ids=vsi_ids,
     )

@@ -327,3 +327,23 @@ def test_cli_damaged_run_is_one_clear_line(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err
     assert "cannot read this results folder" in err and "Traceback" not in err
+
+
+def test_grid_run_and_separate_vsi_run_are_one_report(tmp_path, dataset):
+    """With its own VSI dataset a session stores two run folders of one model: one page,
+    the VSI figures from the VSI run, the error signals on the samples both share."""
+    from benchc.cli import main
+    from benchc.results.reader import group_runs
+
+    results = tmp_path / "results"
+    grid = make_run(results, dataset, vsi=False)
+    vsi_set = make_dataset(tmp_path / "vsi-set", n=30, seed=5)
+    vsi = make_run(results, vsi_set, corruptions=())
+    other = make_run(results, dataset, seed=9, vsi=False)  # another model: a report of its own
+    groups = group_runs(find_runs(results))
+    assert (grid, vsi) in groups and (other, None) in groups and len(groups) == 2
+    assert main(["report", str(results), "--out", str(tmp_path / "o"), "--no-images"]) == 0
+    doc = json.loads((tmp_path / "o" / f"toy-vlm-{grid.name}" / "report.json").read_text())
+    v = doc["series"][0]["vsi"]
+    assert v["n"] == 30 and v["signals"] is None  # no shared samples: no option answers
+    assert len(list((tmp_path / "o").iterdir())) == 2
