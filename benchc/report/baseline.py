@@ -127,7 +127,11 @@ def table2_from_snapshots(base: SnapshotBaseline) -> dict[str, dict[str, float |
         return None if v is None else {"value": v, "se": None}
 
     acc_clean = from_info("clean_accuracy") or from_info("acc_clean")
-    acc_corrupt = from_info("corrupt_accuracy") or from_info("acc_corrupt")
+    acc_corrupt = (
+        _fig(base.model.get("accuracy"), "accuracy")  # format 2 gates corrupted accuracy
+        or from_info("corrupt_accuracy")
+        or from_info("acc_corrupt")
+    )
     d_acc = None
     if acc_clean and acc_corrupt:
         d_acc = {"value": acc_corrupt["value"] - acc_clean["value"], "se": None}
@@ -135,7 +139,8 @@ def table2_from_snapshots(base: SnapshotBaseline) -> dict[str, dict[str, float |
         "acc_clean": acc_clean,
         "acc_corrupt": acc_corrupt,
         "d_acc": d_acc,
-        "consistency": from_info("consistency"),
+        "consistency": _fig(base.model.get("consistency"), "consistency")
+        or from_info("consistency"),
         "rel_robustness": None,
         "ras": _fig(base.model.get("ras"), "ras"),
         "d_s": None,
