@@ -98,6 +98,17 @@ def _verdict(doc: dict[str, Any]) -> str:
         out.append("</div>")
     else:
         out.append(f'<div class="verdict-box v-ok"><b>No gate failed</b> ({counts}).</div>')
+    unchecked = [v for v in items if v.get("status") == "unchecked"]
+    if unchecked:  # a gate that did not run is never silent
+        out.append(
+            f'<p class="note"><b>{len(unchecked)} gate(s) could not be checked</b>: '
+            + "; ".join(
+                f"{e(v.get('scope'))}: {e(v.get('reason') or 'no reason given')}"
+                for v in unchecked[:5]
+            )
+            + (" …" if len(unchecked) > 5 else "")
+            + "</p>"
+        )
     if vb.get("note"):
         out.append(f'<p class="note">{e(vb["note"])}</p>')
     head = (

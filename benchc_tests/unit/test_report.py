@@ -347,3 +347,13 @@ def test_grid_run_and_separate_vsi_run_are_one_report(tmp_path, dataset):
     v = doc["series"][0]["vsi"]
     assert v["n"] == 30 and v["signals"] is None  # no shared samples: no option answers
     assert len(list((tmp_path / "o").iterdir())) == 2
+
+
+def test_unchecked_gates_are_named_in_the_verdict():
+    from benchc.report import page
+
+    vb = data.verdicts_block(
+        [verdict("fog-1", "ras", "unchecked", reason="no snapshot")], None, None
+    )
+    html = page._verdict({"verdicts": vb})
+    assert "1 gate(s) could not be checked" in html and "fog-1: no snapshot" in html
