@@ -11,6 +11,7 @@ reported (:func:`image_backend`) and enters the model fingerprint when it is not
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from functools import cache
@@ -104,7 +105,7 @@ def _assemble(path: Path, trust_remote_code: bool, image_kwargs: dict[str, Any])
         str(path), backend="pil", trust_remote_code=trust_remote_code, **image_kwargs
     )
     tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
-    init = cls.__init__.__code__.co_varnames
+    init = inspect.signature(cls.__init__).parameters  # the named settings it takes
     kwargs = {k: v for k, v in settings.items() if k in init and k not in cls.get_attributes()}
     if VIDEO in init:  # some processors (SmolVLM) require the argument, even as None
         kwargs[VIDEO] = None
