@@ -1,5 +1,5 @@
-"""This checkout's own pytest setup: the benchc plugin, the Hypothesis profiles, and the
-architecture matrix kept out of the default run.
+"""This checkout's own pytest setup: the benchc plugin, the Hypothesis profiles, and the opt-in
+tests (architecture matrix, packaging, browser) kept out of the default run.
 
 None of this belongs to the plugin: installed into another project, benchc changes nothing there
 (no Hypothesis profile, no deselection) unless asked.
@@ -32,7 +32,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect opt-in tests (architecture matrix, packaging, browser) unless ``-m`` names their marker."""
+    """Deselect opt-in tests (architecture matrix, packaging, browser) unless ``-m`` names
+    their marker."""
     expr = config.getoption("markexpr", "") or ""
     skip = [m for m in OPT_IN_MARKERS if m not in expr]
     if not skip:

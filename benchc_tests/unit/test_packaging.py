@@ -39,7 +39,9 @@ def test_wheel_installs_and_runs_the_suite_outside_the_checkout(tmp_path: Path) 
     (wheel,) = dist.glob("benchc-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "benchc_tests/suite/test_cells.py" in names and "benchc/plugin.py" in names
-    assert not any(n.startswith(("benchc_tests/unit/", "fixtures/")) for n in names)
+    assert not any(
+        n.startswith(("benchc_tests/unit/", "benchc_tests/browser/", "fixtures/")) for n in names
+    )
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], tmp_path, env)
