@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -435,9 +434,9 @@ def evaluate(
 
 
 def _atomic_save(obj, path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    from benchc.fsutil import atomic_write
+
+    atomic_write(path, lambda fh: torch.save(obj, fh))
 
 
 def build_trained(
