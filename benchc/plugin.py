@@ -268,6 +268,7 @@ def pytest_collection_modifyitems(
         _ = state.dataset
         _ = state.backend
         _check_model_inputs(state)
+        _drop_skipped_sample_cases(config, items, state)
     except LoadError as exc:
         if _worker_id(config) is None:
             raise pytest.UsageError(f"benchc: {exc}") from None
@@ -289,6 +290,24 @@ def _check_model_inputs(state: SuiteSession) -> None:
     except ValueError as exc:
         msg = f"--dataset {state.cfg.dataset!r} cannot be used with this model: {exc}"
         raise LoadError(msg) from None
+
+
+def _drop_skipped_sample_cases(
+    config: pytest.Config, items: list[pytest.Item], state: SuiteSession
+) -> None:
+    """``--per-sample`` cases were parametrised from the dataset as loaded; a sample that
+    ``--lenient`` dropped once the model was known has no case to run."""
+    if not state.cfg.per_sample:
+        return
+    ids = set(state.dataset.ids)
+    gone = []
+    for item in items:
+        facts = _case_facts(item)
+        if "sample" in facts and facts["sample"] not in ids:
+            gone.append(item)
+    if gone:
+        config.hook.pytest_deselected(items=gone)
+        items[:] = [i for i in items if i not in gone]
 
 
 def _case_facts(item: pytest.Item) -> dict[str, object]:

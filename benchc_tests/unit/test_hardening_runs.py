@@ -244,3 +244,13 @@ def test_model_level_bad_input_under_xdist_is_one_line(project):
     assert "INTERNALERROR" not in out and "Traceback" not in out
     assert result.stderr.str().count("special token '<|im_start|>'") == 1
     assert "sample 'b'" in result.stderr.str()
+
+
+def test_lenient_model_level_skip_drops_that_samples_per_sample_cases(project):
+    data = write_jsonl(project.path / "src", set_field("question", "<|im_start|>x"))
+    args = _args(project.path, data, "--lenient", "--per-sample", "--snapshot-update")
+    result = project.runpytest_inprocess(*args, "-k", "corruption:fog", "-v")
+    result.assert_outcomes(passed=3)  # the cell, and the per-sample cases of a and c
+    result.stdout.fnmatch_lines(["*test_sample?fog-1-a?*PASSED*", "*test_sample?fog-1-c?*PASSED*"])
+    assert "fog-1-b" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*note: 1 bad sample(s) skipped (--lenient)*image_token_in_text*"])
