@@ -300,6 +300,17 @@ def test_lenient_skips_and_counts_exactly_the_broken_sample(broken, tmp_path):
     assert skip_summary(ds.skipped) == {broken.kind: 1}
 
 
+def test_a_huge_image_is_rejected_from_its_header_without_a_bomb_warning(tmp_path):
+    import warnings
+
+    path = write_jsonl(tmp_path, big_png)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(SampleError, match="image_too_large"):
+            load_dataset(path)
+    assert not [w for w in seen if issubclass(w.category, Image.DecompressionBombWarning)]
+
+
 def test_paths_outside_the_root_load_with_the_opt_in(tmp_path):
     for build in (outside_file("../outside.png"), outside_file("ABS"), symlink_outside):
         root = tmp_path / build.__name__ / str(id(build))
