@@ -50,9 +50,15 @@ class FakeBackend(Backend):
         return np.stack([im.reshape(-1, 3).mean(0) + 1.0 for im in images])
 
 
-@registry.register("fakebright")
 def _fake_factory(rest, **kwargs):
     return FakeBackend(int(rest))
+
+
+@pytest.fixture
+def fakebright(monkeypatch):
+    """The ``fakebright:<offset>`` scheme, registered for one test only (the registry is
+    process-wide; a leftover scheme would break tests that check every registered one)."""
+    monkeypatch.setitem(registry._REGISTRY, "fakebright", _fake_factory)
 
 
 def _pool(n=4):
@@ -128,7 +134,7 @@ def test_without_minilm_auto_falls_back_and_minilm_names_the_package(monkeypatch
     assert embed.text_embeddings(["a question"], "auto")[1] == "tfidf"
 
 
-def test_cli_end_to_end(tmp_path, capsys):
+def test_cli_end_to_end(tmp_path, capsys, fakebright):
     from benchc.select.cli import main
 
     out = tmp_path / "sel"
