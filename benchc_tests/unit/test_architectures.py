@@ -4,7 +4,9 @@ random checkpoint in a folder, through the real ``--model=<folder>`` loading pat
 Per family: letter logits equal a one-sample brute-force forward (the model's full logits, letter
 variants found by scanning the whole vocabulary) within 1e-4; batch 1 vs batch 8 within 1e-3 with
 the same argmax; the full next-token distribution (VSI) equals the brute-force one; the gap
-probe's own-tower pooled features are image-dependent and batch-invariant; and a 4-sample x
+probe's own-tower pooled features are image-dependent, batch-invariant and, for the families
+whose tower takes the image processor's output directly (Qwen-VL, LLaVA, PaliGemma, Gemma 3,
+InternVL, Mllama), equal the documented layer and tokens pooled by hand; and a 4-sample x
 2-cell suite run records every gate. Marked ``architectures`` (own CI line, ``-m
 architectures``); the check that the unsupported families are still unsupported runs by default.
 """
@@ -141,6 +143,43 @@ def test_own_tower_pooled_features(name, root, queries) -> None:
     alone = backend.vision_features(images[:1])
     np.testing.assert_allclose(alone[0], feats[0], atol=1e-4)
     assert FAMILIES[name].pooled  # documented: which layer, which tokens
+    reference = _reference_features(backend, name, images[0])
+    if reference is not None:  # the documented layer and tokens, computed by hand
+        np.testing.assert_allclose(feats[0], reference, atol=1e-5)
+
+
+def _reference_features(backend: HFBackend, name: str, image: np.ndarray) -> np.ndarray | None:
+    """The documented pool computed by hand from the tower's own outputs, for the families
+    whose tower takes the image processor's output directly; None for the others."""
+    from benchc.models.vision import find_vision_tower
+
+    inputs = backend.processor.image_processor(
+        images=[[Image.fromarray(image)]], return_tensors="pt"
+    )
+    tower = find_vision_tower(backend.model)
+    with torch.inference_mode():
+        if name.startswith("qwen"):
+            out = tower(inputs["pixel_values"], grid_thw=inputs["image_grid_thw"])
+            return out.last_hidden_state.float().mean(0).numpy()  # every patch, pre-merger
+        if name in ("llava", "paligemma", "gemma3"):
+            hidden = tower(inputs["pixel_values"]).last_hidden_state[0].float()
+            if name == "llava":
+                hidden = hidden[1:]  # CLIP's class token dropped
+            return hidden.mean(0).numpy()
+        if name == "internvl":  # one image: every crop (and thumbnail) is its own, CLS dropped
+            hidden = tower(inputs["pixel_values"]).last_hidden_state[:, 1:].float()
+            assert int(inputs["num_patches"][0]) == hidden.shape[0] > 1
+            return hidden.reshape(-1, hidden.shape[-1]).mean(0).numpy()
+        if name == "mllama":  # final layer = first D channels; real tiles only; class token out
+            out = tower(
+                pixel_values=inputs["pixel_values"],
+                aspect_ratio_ids=inputs["aspect_ratio_ids"],
+                aspect_ratio_mask=inputs["aspect_ratio_mask"],
+            ).last_hidden_state[0, 0]
+            real = inputs["aspect_ratio_mask"][0, 0].bool()
+            tokens = out[real][:, 1:, : tower.config.hidden_size].float()
+            return tokens.reshape(-1, tokens.shape[-1]).mean(0).numpy()
+    return None
 
 
 def _tower_width(model: torch.nn.Module) -> int:
