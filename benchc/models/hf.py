@@ -8,6 +8,7 @@ entries is the option distribution p and ``logsumexp`` over them is log ``option
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import logging
 from collections.abc import Mapping, Sequence
@@ -70,8 +71,8 @@ class HFBackend(Backend):
         self.source: Source = resolve_source(model_id_or_path, revision)
         device_map = args.get("device_map")
         multi_gpu = device is None and torch.cuda.is_available() and torch.cuda.device_count() > 1
-        if multi_gpu and device_map is None:
-            device_map = "auto"
+        if multi_gpu and device_map is None and importlib.util.find_spec("accelerate"):
+            device_map = "auto"  # without accelerate: the first GPU only
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
@@ -350,6 +351,12 @@ def _checked_args(
         if args.get("attn_implementation", attn_implementation) != attn_implementation:
             raise ValueError("attn_implementation given twice with different values")
         args["attn_implementation"] = attn_implementation
+    for key, package in (("device_map", "accelerate"), ("quantization", "bitsandbytes")):
+        if key in args and importlib.util.find_spec(package) is None:
+            raise ValueError(
+                f"model args {key}={args[key]} need the {package} package "
+                f"(pip install 'benchc[gpu]' or pip install {package})"
+            )
     return args
 
 

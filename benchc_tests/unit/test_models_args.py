@@ -87,6 +87,23 @@ def test_hf_backend_applies_model_args() -> None:
         HFBackend(str(tiny_model_dir()), dtype="bfloat16", model_args={"dtype": "float32"})
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "package"),
+    [("device_map", "cpu", "accelerate"), ("quantization", "bnb-8bit", "bitsandbytes")],
+)
+def test_placement_and_quantization_name_their_package(key, value, package) -> None:
+    """Without accelerate / bitsandbytes installed these args are one clear error naming the
+    package; with it, ``device_map=cpu`` loads (bitsandbytes itself needs a GPU)."""
+    import importlib.util
+
+    if importlib.util.find_spec(package) is None:
+        with pytest.raises(ValueError, match=f"{key}={value} need the {package} package"):
+            HFBackend(str(tiny_model_dir()), model_args={key: value})
+    elif key == "device_map":
+        backend = HFBackend(str(tiny_model_dir()), model_args={key: value})
+        assert backend.model.hf_device_map
+
+
 def test_max_pixels_reaches_a_qwen_processor(tmp_path) -> None:
     from benchc.models.tiny_families import build
 
