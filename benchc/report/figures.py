@@ -187,6 +187,37 @@ def severity(doc: dict[str, Any]) -> str:
     return _svg(fig, "severity")
 
 
+def family_matrix(doc: dict[str, Any], figure: str = "r_c") -> str:
+    """Signed clean-side RAS (R_c) by family and severity, one matrix per series (the
+    matrices of Bench-C Fig. 7)."""
+    plt = _plt()
+    fams = list(doc["axes"]["families"])
+    sevs = doc["axes"]["severities"]
+    series = [s for s in doc["series"] if (s.get("families") or {}).get(figure)]
+    n_p = max(1, len(series))
+    fig, axes = plt.subplots(
+        1, n_p, figsize=(1.2 + 2.4 * n_p, 0.42 * len(fams) + 1.2), squeeze=False
+    )
+    im = None
+    for p, (ax, s) in enumerate(zip(axes[0], series, strict=False)):
+        rows = s["families"][figure]
+        m = np.array([[_v(x) for x in rows.get(f, [None] * len(sevs))] for f in fams])
+        im = ax.imshow(m, cmap="RdBu", vmin=-0.6, vmax=0.6, aspect="auto")
+        for r in range(m.shape[0]):
+            for j in range(m.shape[1]):
+                if not math.isnan(m[r, j]):
+                    ax.text(j, r, f"{m[r, j]:+.2f}", ha="center", va="center", fontsize=6.5)
+        ax.set_xticks(range(len(sevs)), [str(x) for x in sevs], fontsize=7)
+        ax.set_yticks(range(len(fams)), fams if p == 0 else [""] * len(fams), fontsize=7)
+        ax.set_xlabel("severity", fontsize=7)
+        ax.set_title(s["label"], fontsize=8)
+    if im is not None:
+        fig.colorbar(im, ax=list(axes[0]), fraction=0.03, pad=0.04)
+    title = {"r_c": "R_c (clean-side RAS)", "r_w": "R_w", "ras": "RAS"}.get(figure, figure)
+    fig.suptitle(f"{title} by family and severity (Bench-C Fig. 7)", fontsize=9)
+    return _svg(fig, f"family-{figure}")
+
+
 # -- Fig. 5: the RAS component plane by correctness state -------------------------------------
 def component_plane(doc: dict[str, Any]) -> str:
     """Per state, the first series' (ΔS, ΔC) density, every series' state mean as a marker
@@ -429,6 +460,11 @@ FIGURES: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
         "R_c, R_w and RAS by severity, mean over each family's "
         "corruptions; dashed: overlaid series.",
         severity,
+    ),
+    "family-matrix": (
+        "severity",
+        "Clean-side RAS (R_c) by family and severity: mean over each family's corruptions.",
+        family_matrix,
     ),
     "plane": (
         "plane",

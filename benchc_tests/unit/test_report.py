@@ -357,3 +357,10 @@ def test_unchecked_gates_are_named_in_the_verdict():
     )
     html = page._verdict({"verdicts": vb})
     assert "1 gate(s) could not be checked" in html and "fog-1: no snapshot" in html
+
+
+def test_family_matrix_draws_the_family_means(doc):
+    texts = " ".join(_svg_texts(figures.family_matrix(doc)))
+    for fam, row in doc["series"][0]["families"]["r_c"].items():
+        for v in row:
+            assert f"{v:+.2f}" in texts, fam
