@@ -23,16 +23,21 @@ NOTES = pytest.StashKey[list]()
 LOAD_ERROR = pytest.StashKey[str]()
 VERDICTS = pytest.StashKey[list]()
 
-#: Model-level figures with one test each.
-MODEL_FIGURES = ("ras", "r_c", "r_w", "mixed_cell_rate")
-VSI_FIGURES = ("insensitive_fraction", "gap")
+#: Every gate's verdict record (:meth:`benchc.gates.Outcome.to_dict`), for summary and report.
+VERDICTS = pytest.StashKey[list]()
+#: The run's false-alarm budget split over the gates that were collected.
+BUDGET = pytest.StashKey["ErrorBudget"]()
+
 _MARKERS = {
     "benchc_cell": "one (corruption, severity) cell of the robustness suite",
+    "benchc_family": "a corruption-family gate (noise, blur, weather, photometric, digital)",
     "benchc_model": "a model-level robustness gate",
     "benchc_sample": "a per-sample drill-down case (--per-sample)",
     "benchc_case": "what a suite case covers: corruption, family, severity, figure, sample "
     "(select with -m \"benchc_case(family='blur')\" or -k family:blur)",
 }
+#: Which gate level each case marker checks (for the false-alarm budget).
+_LEVEL_OF_MARKER = {"benchc_cell": "cell", "benchc_family": "family", "benchc_model": "model"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -174,6 +179,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="seconds to wait for a results lock held by another host (default "
         "$BENCHC_LOCK_TIMEOUT or 600)",
     )
+    add(
+        "--vsi-dataset",
+        dest="benchc_vsi_dataset",
+        default=None,
+        metavar="PATH",
+        help="dataset of the VSI gates (default: fixtures/vsi-set with the embedded testbed, "
+        "else --dataset)",
+    )
+    add(
+        "--false-alarm-budget",
+        dest="benchc_false_alarm_budget",
+        type=float,
+        default=None,
+        metavar="P",
+        help="probability that any gate fails when nothing changed; split over the gates that "
+        "run into each gate's z (default 0.01)",
+    )
+    add(
+        "--strict-gates",
+        dest="benchc_strict_gates",
+        action="store_true",
+        help="a gate that cannot be checked fails instead of being reported (release CI)",
+    )
     add("--benchc-degrade", dest="benchc_degrade", default=None, help=argparse.SUPPRESS)
 
 
@@ -226,15 +254,23 @@ def _session(config: pytest.Config) -> SuiteSession:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    from benchc.gates.figures import figures
+    from benchc.suite.figures import family_cells
+
     names = metafunc.fixturenames
     session = _session(metafunc.config)
     cfg = session.cfg
     if "benchc_cell" in names:
         metafunc.parametrize("benchc_cell", cfg.conditions, ids=cfg.conditions)
+    if "benchc_family" in names:
+        fams = list(family_cells(cfg.conditions))
+        metafunc.parametrize("benchc_family", fams, ids=fams)
     if "benchc_model_figure" in names:
-        metafunc.parametrize("benchc_model_figure", MODEL_FIGURES, ids=MODEL_FIGURES)
+        model = [f.name for f in figures("model", gated_only=True)]
+        metafunc.parametrize("benchc_model_figure", model, ids=model)
     if "benchc_vsi_figure" in names:
-        metafunc.parametrize("benchc_vsi_figure", VSI_FIGURES, ids=VSI_FIGURES)
+        vsi = [f.name for f in figures("vsi", gated_only=True)]
+        metafunc.parametrize("benchc_vsi_figure", vsi, ids=vsi)
     if "benchc_sample_case" in names:
         if not cfg.per_sample:
             metafunc.parametrize("benchc_sample_case", [None], ids=["per-sample-off"])
@@ -245,6 +281,27 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             raise pytest.UsageError(f"benchc: {exc}") from None
         cases = [(c, sid) for c in cfg.conditions for sid in ids]
         metafunc.parametrize("benchc_sample_case", cases, ids=[f"{c}-{s}" for c, s in cases])
+
+
+def _gate_counts(items: list[pytest.Item]) -> dict[str, int]:
+    """How many gates of each level the selected cases run (the budget's denominators)."""
+    from benchc.gates.figures import figures
+
+    counts: dict[str, int] = {}
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "benchc_vsi_figure" in params:
+            level, n = "vsi", 1
+        elif "benchc_model_figure" in params:
+            level, n = "model", 1
+        else:
+            marker = next((m for m in _LEVEL_OF_MARKER if item.get_closest_marker(m)), None)
+            if marker is None or "benchc_sample_case" in params:
+                continue
+            level = _LEVEL_OF_MARKER[marker]
+            n = len(figures(level, gated_only=True))  # type: ignore[arg-type]
+        counts[level] = counts.get(level, 0) + n
+    return counts
 
 
 def _is_suite_item(item: pytest.Item) -> bool:
@@ -263,6 +320,9 @@ def pytest_collection_modifyitems(
     if config.option.collectonly or not any(_is_suite_item(i) for i in items):
         return
     state = _session(config)
+    from benchc.gates.budget import ErrorBudget
+
+    config.stash[BUDGET] = ErrorBudget(state.cfg.false_alarm_budget, _gate_counts(items))
     state.planned_conditions = _planned_conditions(items, state.cfg.conditions)
     try:  # fail once, before any cell runs, when the model or dataset cannot be used
         _ = state.dataset
@@ -369,7 +429,7 @@ def _planned_conditions(items: list[pytest.Item], grid: list[str]) -> list[str]:
             planned.append(params["benchc_cell"])
         elif params.get("benchc_sample_case"):
             planned.append(params["benchc_sample_case"][0])
-        elif item.get_closest_marker("benchc_model"):
+        elif item.get_closest_marker("benchc_model") or item.get_closest_marker("benchc_family"):
             planned.extend(grid)
     return list(dict.fromkeys(planned))
 
@@ -397,16 +457,51 @@ def benchc_run(benchc_session: SuiteSession, pytestconfig: pytest.Config):
     run.stop_prefetch()
 
 
+@pytest.fixture(scope="session")
+def benchc_vsi_run(benchc_session: SuiteSession, pytestconfig: pytest.Config):
+    """The model on the VSI gates' dataset (the embedded VSI set by default)."""
+    run = benchc_session.vsi_run
+    pytestconfig.stash[RUN_DIRS].add(str(run.store.run_dir))
+    return run
+
+
 @pytest.fixture
 def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureRequest):
-    """``benchc_gate(payload)``: compare against ``thresholds/<slug>/<case>.json``."""
+    """``benchc_gate(payload)``: a paired check against ``thresholds/<slug>/<case>.json``."""
+    from benchc.gates.budget import ErrorBudget
     from benchc.gates.snapshot import extension_for, model_slug
     from benchc.suite.gate import GateCheck
 
     cfg = benchc_session.cfg
-    update = bool(request.config.getoption("update_snapshots", False))
-    ext = extension_for(cfg.thresholds_dir, model_slug(benchc_session.backend.name), update=update)
-    return GateCheck(snapshot.use_extension(ext), cfg, request.node, update=update)
+    config = request.config
+    update = bool(config.getoption("update_snapshots", False))
+    budget = config.stash.get(BUDGET, None) or ErrorBudget(cfg.false_alarm_budget)
+    ext = extension_for(
+        cfg.thresholds_dir,
+        model_slug(benchc_session.backend.name),
+        update=update,
+        budget=budget,
+        seed=cfg.seed,
+    )
+    node = request.node
+
+    def sink(case: str, record: dict) -> None:
+        config.stash[VERDICTS].append(record)
+        try:
+            from benchc.report.ci import record as record_property
+        except ImportError:
+            return
+        record_property(node, record)
+
+    return GateCheck(
+        snapshot.use_extension(ext),
+        cfg,
+        node,
+        update=update,
+        budget=budget,
+        strict=cfg.strict_gates,
+        sink=sink,
+    )
 
 
 # -- reporting ------------------------------------------------------------------------------
@@ -415,8 +510,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if SESSION not in config.stash:
         return
     workeroutput = getattr(config, "workeroutput", None)
-    if workeroutput is not None:  # an xdist worker hands its run folder to the controller
+    if workeroutput is not None:  # an xdist worker hands its results to the controller
         workeroutput["benchc_run_dirs"] = sorted(config.stash[RUN_DIRS])
+        workeroutput["benchc_verdicts"] = list(config.stash[VERDICTS])
         workeroutput["benchc_notes"] = _notes(config)
         if LOAD_ERROR in config.stash:
             workeroutput["benchc_error"] = config.stash[LOAD_ERROR]
@@ -425,6 +521,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         print(f"ERROR: {config.stash[LOAD_ERROR]}", file=sys.stderr)
         return
+    cfg = _session(config).cfg
+    if config.getoption("update_snapshots", False):
+        _sweep_sidecars(cfg.thresholds_dir)
     _write_reports(config)
 
 
@@ -462,11 +561,30 @@ def _write_reports(config: pytest.Config) -> None:
         ci.write_step_summary(verdicts, report=str(page) if page else None)
 
 
+def _sweep_sidecars(thresholds_dir: Path) -> None:
+    """After a re-record, delete evidence files no snapshot of the model folder references."""
+    import json
+
+    from benchc.gates import sidecar
+
+    for folder in sorted(p for p in Path(thresholds_dir).glob("*") if (p / "arrays").is_dir()):
+        refs = set()
+        for path in folder.glob("*.json"):
+            try:
+                ev = json.loads(path.read_text(encoding="utf-8")).get("evidence") or {}
+            except (OSError, ValueError):
+                return  # an unreadable snapshot: delete nothing it might reference
+            if ev.get("file"):
+                refs.add(ev["file"])
+        sidecar.sweep(folder, refs)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error) -> None:
-    dirs = getattr(node, "workeroutput", {}).get("benchc_run_dirs", [])
+    out = getattr(node, "workeroutput", {})
     if SESSION in node.config.stash:
-        node.config.stash[RUN_DIRS].update(dirs)
+        node.config.stash[RUN_DIRS].update(out.get("benchc_run_dirs", []))
+        node.config.stash[VERDICTS].extend(out.get("benchc_verdicts", []))
         error = getattr(node, "workeroutput", {}).get("benchc_error")
         if error:
             node.config.stash[LOAD_ERROR] = error
@@ -490,16 +608,14 @@ def _notes(config: pytest.Config) -> list[str]:
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     if SESSION not in config.stash:
         return
-    improved = [
-        value
-        for reports in terminalreporter.stats.values()
-        for rep in reports
-        for key, value in getattr(rep, "user_properties", ())
-        if key == "benchc_improved" and getattr(rep, "when", "call") == "call"
-    ]
+    from benchc.suite.summary import gate_summary
+
+    budget = config.stash.get(BUDGET, None)
+    records = sorted(config.stash[VERDICTS], key=lambda r: (r["case"], r.get("figure") or ""))
+    lines = gate_summary(records, budget.describe() if budget is not None else None)
     dirs = sorted(config.stash[RUN_DIRS])
     notes = _notes(config)
-    if not improved and not dirs and not notes:
+    if not lines and not dirs and not notes:
         return
     terminalreporter.section("benchc")
     for d in dirs:
@@ -509,10 +625,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     cfg = _session(config).cfg
     if cfg.report is not None and dirs:
         terminalreporter.write_line(f"report: {Path(cfg.report) / 'report.html'}")
-    if improved:
-        terminalreporter.write_line(
-            f"{len(improved)} figure(s) improved beyond tolerance (not failures; "
-            "--snapshot-update records them):"
-        )
-        for line in sorted(set(improved)):
-            terminalreporter.write_line(f"  {line}")
+    for line in lines:
+        terminalreporter.write_line(line)

@@ -201,7 +201,8 @@ class _Canvas:
         r = self.cell * (scale if scale is not None else rng.uniform(0.30, 0.40))
         self.cell_shape[row, col] = SHAPES.index(shape) + 1
         self.cell_colour[row, col] = COLOURS.index(colour) + 1
-        return _draw_shape(self.draw, shape, cx, cy, r, COLOUR_RGB[colour])
+        box = _draw_shape(self.draw, shape, cx, cy, r, COLOUR_RGB[colour])
+        return _union([box], self.img.width)  # a shape at the border: box clipped to the image
 
     def array(self) -> np.ndarray:
         return np.asarray(self.img, dtype=np.uint8).copy()

@@ -1,27 +1,45 @@
-"""Gates: rule strings, snapshot payloads, one-sided comparison and the syrupy extension."""
+"""Gates: the table of gated figures, per-sample evidence, the paired check, the false-alarm
+budget, snapshot payloads with their sidecars, and the syrupy extension.
 
-from benchc.gates.payload import Figure, Outcome, Payload, compare, describe, evaluate, report
+``check(baseline, current, z_for=...)`` is the one decision; everything else feeds it or reads
+its :class:`Verdict`.
+"""
+
+from benchc.gates.budget import DEFAULT_BUDGET, ErrorBudget
+from benchc.gates.check import Outcome, Verdict, check, describe
+from benchc.gates.evidence import Evidence, EvidenceError, GridEvidence, VSIEvidence
+from benchc.gates.figures import FIGURES, FigureSpec, figure, figures
+from benchc.gates.payload import Figure, Payload
 from benchc.gates.rules import (
-    DEFAULT_CELL_RULES,
-    DEFAULT_MODEL_RULES,
     GateRule,
     RuleError,
+    default_rules,
+    merge_rules,
     parse_rule,
     parse_rules,
 )
 
 __all__ = [
-    "DEFAULT_CELL_RULES",
-    "DEFAULT_MODEL_RULES",
+    "DEFAULT_BUDGET",
+    "FIGURES",
+    "ErrorBudget",
+    "Evidence",
+    "EvidenceError",
     "Figure",
+    "FigureSpec",
     "GateRule",
+    "GridEvidence",
     "Outcome",
     "Payload",
     "RuleError",
-    "compare",
+    "VSIEvidence",
+    "Verdict",
+    "check",
+    "default_rules",
     "describe",
-    "evaluate",
+    "figure",
+    "figures",
+    "merge_rules",
     "parse_rule",
     "parse_rules",
-    "report",
 ]

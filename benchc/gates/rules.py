@@ -1,18 +1,19 @@
-"""Gate rules parsed from ``figure:direction:floor=X:z=Y`` strings (SPEC section 6).
+"""Gate rules parsed from ``figure:direction:floor=X[:z=Y]`` strings (SPEC section 6).
 
-The same string form lives in the snapshot JSON and on the command line, as pytest-benchmark's
+The same string form lives in the snapshot JSON, as pytest-benchmark's
 ``--benchmark-compare-fail=min:5%`` does: a reviewer reads and edits a rule in place.
 A gate fails only when the figure moves in its worse direction by more than
-``max(floor, z x combined standard error)``.
+``max(floor, z x SE of the paired difference)``; ``z`` comes from the run's false-alarm budget
+(:mod:`benchc.gates.budget`) unless the rule fixes it.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-Direction = Literal["higher", "lower"]
+from benchc.gates.figures import Direction, Level, figures
 
 
 class RuleError(ValueError):
@@ -21,12 +22,13 @@ class RuleError(ValueError):
 
 @dataclass(frozen=True)
 class GateRule:
-    """``figure`` is better in ``direction``; ``floor`` and ``z`` set the slack."""
+    """``figure`` is better in ``direction``; ``floor`` (and an optional fixed ``z``) set the
+    slack."""
 
     figure: str
     direction: Direction
     floor: float
-    z: float
+    z: float | None = None
 
     def __post_init__(self) -> None:
         if not self.figure or ":" in self.figure:
@@ -34,7 +36,7 @@ class GateRule:
         if self.direction not in ("higher", "lower"):
             raise RuleError(f"gate rule {self.figure}: direction must be 'higher' or 'lower'")
         for name, value in (("floor", self.floor), ("z", self.z)):
-            if not math.isfinite(value) or value < 0:
+            if value is not None and (not math.isfinite(value) or value < 0):
                 raise RuleError(f"gate rule {self.figure}: {name} must be finite and >= 0")
 
     @property
@@ -42,13 +44,9 @@ class GateRule:
         """+1 when higher is better, -1 when lower is better."""
         return 1 if self.direction == "higher" else -1
 
-    def tolerance(self, se_baseline: float, se_current: float) -> float:
-        """``max(floor, z x sqrt(se_b^2 + se_c^2))``; an unknown SE counts as 0."""
-        se = math.hypot(_finite(se_baseline), _finite(se_current))
-        return max(self.floor, self.z * se)
-
     def __str__(self) -> str:
-        return f"{self.figure}:{self.direction}:floor={self.floor:g}:z={self.z:g}"
+        z = "" if self.z is None else f":z={self.z:g}"
+        return f"{self.figure}:{self.direction}:floor={self.floor:g}{z}"
 
 
 def _finite(x: float | None) -> float:
@@ -64,7 +62,7 @@ def parse_rule(text: str) -> GateRule:
             "e.g. 'ras:higher:floor=0.02:z=3'"
         )
     figure, direction, *options = parts
-    values = {"floor": 0.0, "z": 0.0}
+    values: dict[str, float | None] = {"floor": 0.0, "z": None}
     for option in options:
         name, sep, value = option.partition("=")
         if not sep or name not in values:
@@ -75,7 +73,7 @@ def parse_rule(text: str) -> GateRule:
             raise RuleError(f"gate rule {text!r}: {name}={value!r} is not a number") from None
     if direction not in ("higher", "lower"):
         raise RuleError(f"gate rule {text!r}: direction {direction!r} is not 'higher' or 'lower'")
-    return GateRule(figure, direction, values["floor"], values["z"])  # type: ignore[arg-type]
+    return GateRule(figure, direction, float(values["floor"] or 0.0), values["z"])  # type: ignore[arg-type]
 
 
 def parse_rules(texts: list[str] | tuple[str, ...]) -> dict[str, GateRule]:
@@ -89,20 +87,26 @@ def parse_rules(texts: list[str] | tuple[str, ...]) -> dict[str, GateRule]:
     return rules
 
 
-#: SPEC section 6 directions. Floors are in the figure's own unit (Mixed-cell rate is a percentage).
-#: R_w is a RAS too, so higher is better.
-DEFAULT_CELL_RULES: tuple[str, ...] = (
-    "ras:higher:floor=0.02:z=3",
-    "r_c:higher:floor=0.03:z=3",
-    "accuracy:higher:floor=0.03:z=3",
-    "consistency:higher:floor=0.03:z=3",
-    "relative_robustness:higher:floor=0.05:z=3",
-)
-DEFAULT_MODEL_RULES: tuple[str, ...] = (
-    "ras:higher:floor=0.01:z=3",
-    "r_c:higher:floor=0.015:z=3",
-    "r_w:higher:floor=0.03:z=3",
-    "mixed_cell_rate:lower:floor=5:z=3",
-    "insensitive_fraction:lower:floor=0.03:z=3",
-    "gap:lower:floor=0.05:z=3",
-)
+def default_rules(level: Level) -> tuple[GateRule, ...]:
+    """The rules of every gated figure of ``level``, from :data:`benchc.gates.figures.FIGURES`."""
+    return tuple(GateRule(f.name, f.direction, f.floor) for f in figures(level, gated_only=True))
+
+
+def merge_rules(recorded: Sequence[GateRule], level: Level) -> tuple[GateRule, ...]:
+    """Rules for a re-recorded snapshot: every recorded rule as it stands (hand edits survive),
+    then the level's default rules for figures that have none yet (new defaults arrive)."""
+    have = {r.figure for r in recorded}
+    return (*recorded, *(r for r in default_rules(level) if r.figure not in have))
+
+
+def check_rules(rules: Sequence[GateRule], level: Level, *, where: str) -> None:
+    """Refuse rules for figures the level does not have, or against a figure's direction."""
+    known = {f.name: f for f in figures(level)}
+    for r in rules:
+        f = known.get(r.figure)
+        if f is None:
+            raise RuleError(
+                f"{where}: rule {str(r)!r} names no {level}-level figure; known: {sorted(known)}"
+            )
+        if f.direction != r.direction:
+            raise RuleError(f"{where}: rule {str(r)!r}: {r.figure} is better {f.direction}")

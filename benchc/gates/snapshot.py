@@ -2,8 +2,8 @@
 
 syrupy stores and recalls the files and handles ``--snapshot-update``; the mixins decide where
 the files live (``thresholds/<model-slug>/<case>.json``), how a payload becomes JSON, and what
-"matches" means: the one-sided gate of SPEC section 6 instead of byte equality. Under
-``--snapshot-update`` a match is exact equality, so improvements are recorded too.
+"matches" means: :func:`benchc.gates.check` (paired, one-sided, SPEC 6) instead of byte
+equality. Under ``--snapshot-update`` a match is exact equality, so improvements are recorded.
 """
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from benchc.fsutil import slug as model_slug  # noqa: F401  (the one slug rule)
-from benchc.gates.payload import Payload, compare, report
+
+from benchc.gates import sidecar
+from benchc.gates.budget import ErrorBudget
+from benchc.gates.check import check, describe
+from benchc.gates.evidence import EvidenceError
+from benchc.gates.payload import Payload
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation
@@ -69,35 +74,68 @@ class ThresholdLocationMixin:
 
 
 class PayloadSerializerMixin:
-    """Serialise a :class:`Payload` as stable, indented JSON text."""
+    """Serialise a :class:`Payload` as stable, indented JSON text that names its sidecar."""
 
     _write_mode = WriteMode.TEXT
 
     def serialize(self, data: Any, **_: Any) -> str:
         if not isinstance(data, Payload):
             raise TypeError(f"threshold snapshots hold benchc Payloads, not {type(data).__name__}")
-        return data.to_json()
+        if data.evidence is None:
+            return data.to_json()
+        sidecar.remember(data.evidence)
+        return data.to_json(evidence_file=sidecar.relpath(data.evidence))
+
+
+def load_baseline(path: Path) -> Payload:
+    """A recorded snapshot with its verified evidence attached (``ValueError`` /
+    :class:`EvidenceError` naming the file when either is unusable)."""
+    baseline = Payload.from_json(path.read_text(encoding="utf-8"), where=str(path))
+    evidence = sidecar.load(
+        path.parent, baseline.evidence_file, baseline.evidence_digest, where=str(path)
+    )
+    return baseline.with_evidence(evidence)
 
 
 class ToleranceComparatorMixin:
-    """Match = no gate failed (one-sided, tolerance max(floor, z x SE))."""
+    """Match = no gate failed under :func:`benchc.gates.check`."""
 
     update: ClassVar[bool] = False
+    budget: ClassVar[ErrorBudget] = ErrorBudget()
+    seed: ClassVar[int] = 0
+
+    def _pair(self, serialized_data: Any, snapshot_data: Any) -> tuple[Payload, Payload]:
+        baseline = Payload.from_json(snapshot_data, where="threshold snapshot")
+        folder = Path(self.root) / self.slug  # type: ignore[attr-defined]
+        baseline = baseline.with_evidence(
+            sidecar.load(folder, baseline.evidence_file, baseline.evidence_digest,
+                         where=f"threshold snapshot in {folder}")
+        )  # fmt: skip
+        current = Payload.from_json(serialized_data, where="current figures")
+        evidence = sidecar.recall(current.evidence_digest)
+        return baseline, current if evidence is None else current.with_evidence(evidence)
 
     def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
         if self.update:
             return serialized_data == snapshot_data
-        baseline = Payload.from_json(snapshot_data, where="threshold snapshot")
-        current = Payload.from_json(serialized_data, where="current figures")
-        return not any(o.status == "fail" for o in compare(baseline, current))
+        try:
+            baseline, current = self._pair(serialized_data, snapshot_data)
+        except (ValueError, EvidenceError):
+            return False
+        return not check(baseline, current, z_for=self.budget.z, seed=self.seed).failed
 
     def diff_lines(self, serialized_data: Any, snapshot_data: Any) -> Iterator[str]:
         if not snapshot_data:
             yield "no threshold snapshot recorded for this case"
             return
-        baseline = Payload.from_json(snapshot_data, where="threshold snapshot")
-        current = Payload.from_json(serialized_data, where="current figures")
-        yield from report(baseline, current)
+        try:
+            baseline, current = self._pair(serialized_data, snapshot_data)
+        except (ValueError, EvidenceError) as exc:
+            yield str(exc)
+            return
+        verdict = check(baseline, current, z_for=self.budget.z, seed=self.seed)
+        for o in verdict.by_status("fail"):
+            yield from describe(o, current)
 
 
 class ThresholdExtension(
@@ -109,10 +147,24 @@ class ThresholdExtension(
     """Threshold snapshots for one model; :func:`extension_for` binds root, slug and mode."""
 
 
-def extension_for(root: str | Path, slug: str, *, update: bool) -> type[ThresholdExtension]:
-    """A subclass bound to one thresholds folder and model (syrupy instantiates classes)."""
+def extension_for(
+    root: str | Path,
+    slug: str,
+    *,
+    update: bool,
+    budget: ErrorBudget | None = None,
+    seed: int = 0,
+) -> type[ThresholdExtension]:
+    """A subclass bound to one thresholds folder, model, mode and false-alarm budget (syrupy
+    instantiates classes)."""
     return type(
         f"ThresholdExtension_{re.sub(r'[^A-Za-z0-9_]', '_', slug)}",
         (ThresholdExtension,),
-        {"root": str(root), "slug": slug, "update": update},
+        {
+            "root": str(root),
+            "slug": slug,
+            "update": update,
+            "budget": budget or ErrorBudget(),
+            "seed": seed,
+        },
     )

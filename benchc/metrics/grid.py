@@ -195,12 +195,23 @@ class GridMetrics:
         return table[figure]().astype(np.float64)
 
     def bootstrap(
-        self, n_boot: int = DEFAULT_N_BOOT, seed: int = spec.DEFAULT_SEED
+        self,
+        n_boot: int = DEFAULT_N_BOOT,
+        seed: int = spec.DEFAULT_SEED,
+        *,
+        counts: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
         """Bootstrap replicates over samples of every model figure (B,) and cell figure
-        ``cell_<name>`` (B, D, L), all from one resampling (same seed, same rows)."""
+        ``cell_<name>`` (B, D, L), all from one resampling (same seed, same rows).
+
+        ``counts`` (B, N) replaces the seeded resampling: a paired comparison passes the same
+        counts for two grids over the same samples (:func:`benchc.metrics.stats.resample_counts`).
+        """
         n, n_d, n_l = self.valid.shape
-        w = resample_counts(n, n_boot, seed)
+        w = resample_counts(n, n_boot, seed) if counts is None else np.asarray(counts, float)
+        if w.ndim != 2 or w.shape[1] != n:
+            raise ValueError(f"bootstrap: counts must be (B, {n}), got {w.shape}")
+        n_boot = w.shape[0]
         v = self.valid.reshape(n, -1).astype(np.float64)
         cc = self.correct_clean.astype(np.float64)[:, None]
         ok = self.valid.reshape(n, -1)
@@ -239,7 +250,7 @@ class GridMetrics:
             100.0 * ((cell["r_c"] < 0) & (cell["r_w"] > 0) & both).sum(axis=1), both.sum(axis=1)
         )
         out.update(
-            acc_clean=_ratio(w @ self.correct_clean.astype(np.float64), np.full(n_boot, float(n))),
+            acc_clean=_ratio(w @ self.correct_clean.astype(np.float64), w.sum(axis=1)),
             acc_corrupt=_ratio(corr_c.sum(axis=1), tot),
             d_acc=_ratio((corr_c - clean_c).sum(axis=1), tot),
             consistency=_ratio(cons.sum(axis=1), tot),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp, rel_entr
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GroupKFold, cross_val_score
+from sklearn.model_selection import GroupKFold
 from sklearn.preprocessing import normalize
 
 from benchc.spec import VSI_FLOOR, VSI_INSENSITIVE
@@ -22,6 +22,7 @@ __all__ = [
     "ProbeResult",
     "argmax_change_rate",
     "encoder_llm_gap",
+    "gap_terms",
     "insensitive_fraction",
     "probe_accuracy",
     "vsi_full",
@@ -132,10 +133,16 @@ def argmax_change_rate(top1_clean: np.ndarray, top1_perturbed: np.ndarray) -> fl
 
 @dataclass(frozen=True)
 class ProbeResult:
-    """Grouped k-fold accuracy of the perturbed-vs-clean linear probe."""
+    """Grouped k-fold result of the perturbed-vs-clean linear probe.
+
+    ``correct`` (N,): per image, the share of its two views (clean, perturbed) that the probe
+    classified right when that image sat in the test fold (0, 0.5 or 1). Per-image values are
+    what lets a gate bootstrap the probe's accuracy over samples without refitting it.
+    """
 
     accuracy: float
     fold_accuracies: np.ndarray
+    correct: np.ndarray
 
     @property
     def fold_std(self) -> float:
@@ -151,10 +158,10 @@ def probe_accuracy(
 ) -> ProbeResult:
     """L2 logistic regression (C = 1) on l2-normalised features, clean (0) vs perturbed (1),
     ``n_splits``-fold cross-validation grouped by image so both views share a fold (SPEC 5).
-
     ``image_ids`` (one per row) groups repeated rows too, as a bootstrap resample has them: a
     copy of a training image in the test fold would let the probe recall it, not generalise.
-    Deterministic: GroupKFold without shuffling and lbfgs need no random state.
+    ``accuracy`` pools every held-out view. Deterministic: GroupKFold without shuffling and
+    lbfgs need no random state.
     """
     fc = np.asarray(features_clean, dtype=np.float64)
     fp = np.asarray(features_perturbed, dtype=np.float64)
@@ -177,19 +184,42 @@ def probe_accuracy(
     x = normalize(np.concatenate([fc, fp]))
     y = np.repeat([0, 1], n)
     groups = np.tile(ids, 2)
-    clf = LogisticRegression(C=1.0, max_iter=1000)
-    folds = cross_val_score(clf, x, y, groups=groups, cv=GroupKFold(n_splits=n_splits))
-    return ProbeResult(float(np.mean(folds)), folds)
+    hit = np.zeros(2 * n)
+    folds = []
+    for train, test in GroupKFold(n_splits=n_splits).split(x, y, groups):
+        clf = LogisticRegression(C=1.0, max_iter=1000).fit(x[train], y[train])
+        hit[test] = clf.predict(x[test]) == y[test]
+        folds.append(float(hit[test].mean()))
+    correct = (hit[:n] + hit[n:]) / 2.0
+    return ProbeResult(float(correct.mean()), np.asarray(folds), correct)
 
 
 @dataclass(frozen=True)
 class GapResult:
-    """Encoder-LLM gap on the low-VSI subset: probe accuracy - argmax change rate."""
+    """Encoder-LLM gap on the low-VSI subset: probe accuracy - argmax change rate.
+
+    ``probe`` is fitted over all samples (grouped folds) and read on the subset:
+    ``probe_accuracy`` = mean of ``probe.correct`` over the ``n`` low-VSI samples.
+    """
 
     n: int
     probe: ProbeResult | None
+    probe_accuracy: float
     change_rate: float
     gap: float
+
+
+def gap_terms(
+    vsi: np.ndarray,
+    changed: np.ndarray,
+    probe_correct: np.ndarray,
+    threshold: float = VSI_INSENSITIVE,
+) -> np.ndarray:
+    """Per-sample gap terms (N,): ``probe_correct - changed`` on samples with VSI < threshold,
+    NaN elsewhere. The gap is their mean, so it bootstraps like any per-sample mean."""
+    v = np.asarray(vsi, dtype=np.float64)
+    terms = np.asarray(probe_correct, np.float64) - np.asarray(changed, np.float64)
+    return np.where(v < threshold, terms, np.nan)
 
 
 def encoder_llm_gap(
@@ -203,23 +233,23 @@ def encoder_llm_gap(
     *,
     image_ids: np.ndarray | None = None,
 ) -> GapResult:
-    """Probe accuracy minus argmax change rate, both on the samples with VSI < threshold.
+    """Probe accuracy minus argmax change rate, both read on the samples with VSI < threshold.
 
-    ``image_ids`` marks repeated rows (bootstrap resamples) for the probe's grouped folds.
-    Undefined (NaN gap, no probe) when the subset has too few distinct images for
-    ``n_splits`` folds.
+    The probe is fitted with grouped folds over *all* samples and each sample's held-out
+    correctness is read on the low-VSI subset (benchc's reading of SPEC 5: the classifier does
+    not change with the subset, so a baseline and a current run are compared on one
+    definition, and five times more images train it). ``image_ids`` marks repeated rows.
+    Undefined (NaN gap, no probe) with too few distinct images for ``n_splits`` folds, or an
+    empty subset.
     """
     v = np.asarray(vsi, dtype=np.float64)
     low = v < threshold
     n = int(low.sum())
+    changed = np.asarray(top1_clean) != np.asarray(top1_perturbed)
     rate = argmax_change_rate(np.asarray(top1_clean)[low], np.asarray(top1_perturbed)[low])
     ids = np.arange(v.size) if image_ids is None else np.asarray(image_ids)
-    if np.unique(ids[low]).size < n_splits:
-        return GapResult(n, None, rate, float("nan"))
-    probe = probe_accuracy(
-        np.asarray(features_clean)[low],
-        np.asarray(features_perturbed)[low],
-        n_splits,
-        image_ids=ids[low],
-    )
-    return GapResult(n, probe, rate, probe.accuracy - rate)
+    if np.unique(ids).size < n_splits or n == 0:
+        return GapResult(n, None, float("nan"), rate, float("nan"))
+    probe = probe_accuracy(features_clean, features_perturbed, n_splits, image_ids=ids)
+    acc = float(probe.correct[low].mean())
+    return GapResult(n, probe, acc, rate, float(np.nanmean(gap_terms(v, changed, probe.correct))))

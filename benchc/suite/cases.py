@@ -1,114 +1,125 @@
 """The payload of each kind of case, computed from a :class:`SuiteRun`.
 
 Test functions in ``benchc_tests/suite`` stay one line long; everything they compute is here
-and unit-testable without pytest.
+and unit-testable without pytest. Cases: ``test_cell[<corruption>-<severity>]``,
+``test_family[<family>]``, ``test_model[<figure>]`` and ``test_vsi[<figure>]``; which figures
+each level has comes from :data:`benchc.gates.figures.FIGURES`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from benchc.gates import Figure, Payload, parse_rules
-from benchc.suite.figures import cell_payload, model_payload
+import numpy as np
+
+from benchc import spec
+from benchc.gates import GridEvidence, Payload
+from benchc.gates.check import ZFor
+from benchc.suite.figures import build_payload, family_cells
 from benchc.suite.run import SuiteRun
 
+#: Per-sample drill-down (``--per-sample``): a sample fails when its RAS in a cell drops by
+#: more than this against the cell snapshot's evidence, or it turns from correct to wrong.
+SAMPLE_RAS_DROP = 0.1
 
-def run_info(run: SuiteRun, *, grid: bool = False) -> dict[str, Any]:
+
+def run_info(run: SuiteRun) -> dict[str, Any]:
     """Settings that make two payloads comparable (see ``benchc.suite.gate.SETTINGS_KEYS``)."""
-    info: dict[str, Any] = {
+    return {
         "dataset_fingerprint": run.dataset.fingerprint,
         "image_size": run.image_size,
         "seed": run.cfg.seed,
     }
-    if grid:
-        info["conditions"] = list(run.cfg.conditions)
-    return info
 
 
-def cell_case(run: SuiteRun, key: str) -> Payload:
+def grid_evidence(run: SuiteRun, keys: Sequence[str]) -> GridEvidence:
+    """Option logits of the clean condition and ``keys`` for every sample of the run."""
+    return GridEvidence.from_conditions(
+        run.ids,
+        run.dataset.answers,
+        run.dataset.n_options,
+        run.condition(spec.CLEAN)["option_logits"],
+        {k: run.condition(k)["option_logits"] for k in keys},
+    )
+
+
+def _payload(run: SuiteRun, evidence, *, z_for: ZFor, **kw: Any) -> Payload:
+    return build_payload(
+        evidence,
+        model=run.backend.name,
+        dataset=run.dataset.name,
+        seed=run.cfg.seed,
+        z_for=z_for,
+        **kw,
+    )
+
+
+def cell_case(run: SuiteRun, key: str, *, z_for: ZFor) -> Payload:
     """Figures of one (corruption, severity) cell over all samples."""
-    return cell_payload(
-        run.cell(key),
-        scope=key,
-        model=run.backend.name,
-        dataset=run.dataset.name,
-        ids=run.ids,
-        info=run_info(run),
-        seed=run.cfg.seed,
+    return _payload(
+        run, grid_evidence(run, [key]), level="cell", scope=key, info=run_info(run), z_for=z_for
     )
 
 
-def model_case(run: SuiteRun, figure: str) -> Payload:
+def family_case(run: SuiteRun, family: str, *, z_for: ZFor) -> Payload:
+    """Figures of one corruption family over its selected cells."""
+    cells = family_cells(run.cfg.conditions).get(family)
+    if not cells:
+        raise ValueError(f"family {family!r} has no selected cell")
+    info = {**run_info(run), "conditions": cells}
+    return _payload(
+        run, grid_evidence(run, cells), level="family", scope=family, info=info, z_for=z_for
+    )
+
+
+def model_case(run: SuiteRun, figure: str, *, z_for: ZFor) -> Payload:
     """One model-level figure over the selected grid."""
-    return model_payload(
-        run.grid(),
-        figure,
-        model=run.backend.name,
-        dataset=run.dataset.name,
-        ids=run.ids,
-        info=run_info(run, grid=True),
-        seed=run.cfg.seed,
+    keys = run.cfg.conditions
+    info = {**run_info(run), "conditions": list(keys)}
+    return _payload(
+        run,
+        grid_evidence(run, keys),
+        level="model",
+        scope="model",
+        names=[figure],
+        info=info,
+        z_for=z_for,
     )
 
 
-def vsi_case(run: SuiteRun, figure: str) -> Payload:
-    """One VSI figure (insensitive fraction or encoder-LLM gap); raises
+def vsi_case(run: SuiteRun, figure: str, *, z_for: ZFor) -> Payload:
+    """One VSI figure on ``run``'s dataset (the embedded VSI set by default); raises
     :class:`benchc.suite.vsi.VSIUnavailable` for a backend without distributions or tower."""
-    from benchc.suite.vsi import vsi_payload
+    from benchc.suite.vsi import vsi_evidence, vsi_info
 
-    return vsi_payload(run.vsi(), figure, run=run)
-
-
-#: Per-sample drill-down rules: a sample fails when its RAS drops by more than 0.1 or it turns
-#: from correct to wrong against the cell snapshot's per-sample values.
-SAMPLE_RULES: tuple[str, ...] = ("ras:higher:floor=0.1:z=0", "correct:higher:floor=0.5:z=0")
-
-
-def sample_case(run: SuiteRun, key: str, sample_id: str) -> Payload:
-    """One sample under one cell: its RAS, correctness and consistency."""
-    grid = run.cell(key)
-    try:
-        i = run.ids.index(sample_id)
-    except ValueError:
-        raise ValueError(f"sample {sample_id!r} is not in dataset {run.dataset.name!r}") from None
-    nan = float("nan")
-    return Payload(
-        scope=f"{key}/{sample_id}",
-        model=run.backend.name,
-        dataset=run.dataset.name,
-        n=1,
-        figures={
-            "ras": Figure(float(grid.ras[i, 0, 0]), nan, "ras"),
-            "correct": Figure(float(grid.correct[i, 0, 0]), nan, "correct"),
-            "consistent": Figure(float(grid.consistent[i, 0, 0]), nan, "consistent"),
-        },
-        rules=list(parse_rules(list(SAMPLE_RULES)).values()),
-        ids=(sample_id,),
-        per_sample={
-            "ras": [float(grid.ras[i, 0, 0])],
-            "correct": [float(grid.correct[i, 0, 0])],
-            "consistent": [float(grid.consistent[i, 0, 0])],
-        },
-        info=run_info(run),
+    arrays = run.vsi()
+    info = {**run_info(run), **vsi_info(arrays, run.cfg.region_locator)}
+    return _payload(
+        run,
+        vsi_evidence(arrays, run.ids),
+        level="vsi",
+        scope="vsi",
+        names=[figure],
+        info=info,
+        z_for=z_for,
     )
 
 
-def sample_baseline(cell: Payload, current: Payload) -> Payload | None:
-    """The same sample's values in a recorded cell snapshot (None if it was not there)."""
-    (sample_id,) = current.ids
-    if sample_id not in cell.ids:
+def sample_values(evidence: GridEvidence, sample_id: str) -> dict[str, float] | None:
+    """RAS and correctness of one sample in a one-cell evidence (None if it is not there)."""
+    if sample_id not in evidence.ids:
         return None
-    i = list(cell.ids).index(sample_id)
-    nan = float("nan")
-    values = {k: float(cell.per_sample[k][i]) for k in ("ras", "correct", "consistent")}
-    return Payload(
-        scope=current.scope,
-        model=cell.model,
-        dataset=cell.dataset,
-        n=1,
-        figures={k: Figure(v, nan, k) for k, v in values.items()},
-        rules=current.rules,
-        ids=(sample_id,),
-        per_sample={k: [v] for k, v in values.items()},
-        info=cell.info,
-    )
+    i = evidence.ids.index(sample_id)
+    g = evidence.grid
+    return {"ras": float(g.ras[i, 0, 0]), "correct": float(g.correct[i, 0, 0])}
+
+
+def sample_failures(base: dict[str, float], cur: dict[str, float]) -> list[str]:
+    """Why a sample regressed in a cell (empty: it did not)."""
+    out = []
+    if np.isfinite(base["ras"]) and cur["ras"] < base["ras"] - SAMPLE_RAS_DROP:
+        out.append(f"RAS {base['ras']:.3f} -> {cur['ras']:.3f} (drop > {SAMPLE_RAS_DROP})")
+    if base["correct"] == 1.0 and cur["correct"] == 0.0:
+        out.append("correct -> wrong")
+    return out

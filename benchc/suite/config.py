@@ -17,6 +17,8 @@ from benchc import spec
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 DEFAULT_MODEL = str(FIXTURES / "tiny-vlm")
 DEFAULT_DATASET = str(FIXTURES / "testbed")
+#: The VSI gates' own embedded set (two forward passes a sample, no grid: it can be large).
+DEFAULT_VSI_DATASET = str(FIXTURES / "vsi-set")
 
 
 class ConfigError(ValueError):
@@ -92,6 +94,9 @@ class SuiteConfig:
     degrade: dict[str, float] = field(default_factory=dict)
     #: Typed ``--model-args`` (``benchc.models.args``), passed to the backend.
     model_args: dict[str, Any] = field(default_factory=dict)
+    vsi_dataset: str | None = None  # None: the embedded VSI set with the embedded testbed
+    false_alarm_budget: float = 0.01
+    strict_gates: bool = False
     worker_id: str | None = None
     #: Skip (and count) bad samples instead of failing on the first one.
     lenient: bool = False
@@ -107,7 +112,17 @@ class SuiteConfig:
 
     @property
     def embedded_dataset(self) -> bool:
-        return Path(self.dataset).resolve() == Path(DEFAULT_DATASET).resolve()
+        embedded = (Path(DEFAULT_DATASET).resolve(), Path(DEFAULT_VSI_DATASET).resolve())
+        return Path(self.dataset).resolve() in embedded
+
+    def resolved_vsi_dataset(self) -> str:
+        """The VSI gates' dataset: ``--vsi-dataset``; else the embedded VSI set when the
+        embedded testbed runs, else ``--dataset`` itself."""
+        if self.vsi_dataset is not None:
+            return self.vsi_dataset
+        if Path(self.dataset).resolve() == Path(DEFAULT_DATASET).resolve():
+            return DEFAULT_VSI_DATASET
+        return self.dataset
 
     def resolved_image_size(self) -> int | None:
         """SPEC 1: 448 by default; the embedded testbed keeps its native size (None)."""
@@ -161,6 +176,11 @@ class SuiteConfig:
         except ValueError as exc:
             raise ConfigError(f"--region-locator: {exc}") from None
         model = get("benchc_model") or DEFAULT_MODEL
+        budget = get("benchc_false_alarm_budget")
+        budget = 0.01 if budget is None else float(budget)
+        if not 0.0 < budget < 1.0:
+            raise ConfigError(f"--false-alarm-budget must be in (0, 1), got {budget}")
+        vsi_dataset = get("benchc_vsi_dataset")
         dataset = get("benchc_dataset") or DEFAULT_DATASET
         return cls(
             model=_local_or_id(model, rootdir),
@@ -182,6 +202,9 @@ class SuiteConfig:
             region_locator=region_locator,
             degrade=parse_degrade(get("benchc_degrade")),
             model_args=_model_args(get("benchc_model_args"), model),
+            vsi_dataset=_local_or_id(vsi_dataset, rootdir) if vsi_dataset else None,
+            false_alarm_budget=budget,
+            strict_gates=bool(get("benchc_strict_gates")),
             worker_id=worker_id,
             lenient=bool(get("benchc_lenient")),
             allow_outside_root=bool(get("benchc_allow_outside_root")),

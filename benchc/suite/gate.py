@@ -2,25 +2,31 @@
 
 syrupy does the reading, writing and ``--snapshot-update``; this adds what a release engineer
 needs around it: a missing snapshot says how to record one, a snapshot recorded under other
-settings says so instead of reporting nonsense deltas, and a failing gate prints the figure,
-cell, baseline, current, tolerance and the samples that moved most.
+settings says so instead of reporting nonsense deltas, a failing gate prints the figure, scope,
+baseline, current, tolerance, minimal detectable regression and the samples that moved most,
+and no gate is ever left unchecked without a line in the summary (a failure under
+``--strict-gates``).
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from benchc import spec
-from benchc.gates import Payload, compare, describe, report
+from benchc.gates import ErrorBudget, EvidenceError, Payload, RuleError, check, describe, sidecar
+from benchc.gates.check import Verdict
+from benchc.gates.rules import check_rules, default_rules, merge_rules
+from benchc.gates.snapshot import cell_file, load_baseline
 from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
 
 #: Info keys that must agree for a comparison to mean anything (else: fail, re-record).
 SETTINGS_KEYS: tuple[str, ...] = ("dataset_fingerprint", "image_size", "seed")
-#: Info key that must agree for model-level figures (else: the case is not applicable).
+#: Info key listing the cells a grid-level snapshot was recorded over.
 GRID_KEY = "conditions"
 
 
@@ -45,11 +51,30 @@ def record_command(cfg: SuiteConfig) -> str:
     return shlex.join(parts)
 
 
+#: Receives (case name, verdict record) for the summary, the report and JUnit properties.
+Sink = Callable[[str, dict[str, Any]], None]
+
+
 class GateCheck:
     """Callable bound to one test's syrupy ``snapshot`` fixture."""
 
-    def __init__(self, snapshot: Any, cfg: SuiteConfig, node: pytest.Item, *, update: bool):
+    def __init__(
+        self,
+        snapshot: Any,
+        cfg: SuiteConfig,
+        node: pytest.Item,
+        *,
+        update: bool,
+        budget: ErrorBudget,
+        strict: bool = False,
+        sink: Sink | None = None,
+    ) -> None:
         self.snapshot, self.cfg, self.node, self.update = snapshot, cfg, node, update
+        self.budget, self.strict, self.sink = budget, strict, sink
+
+    @property
+    def z_for(self):
+        return self.budget.z
 
     @property
     def path(self) -> Path:
@@ -57,45 +82,102 @@ class GateCheck:
             self.snapshot.extension.get_location(test_location=self.snapshot.test_location, index=0)
         )
 
-    def baseline(self) -> Payload | None:
-        path = self.path
+    def baseline(self, path: Path | None = None) -> Payload | None:
+        path = path or self.path
         if not path.is_file():
             return None
         try:
-            return Payload.from_json(path.read_text(encoding="utf-8"), where=str(path))
-        except (ValueError, KeyError) as exc:
-            pytest.fail(f"threshold snapshot {path} is unreadable: {exc}", pytrace=False)
+            return load_baseline(path)
+        except (ValueError, KeyError, EvidenceError) as exc:
+            pytest.fail(
+                f"threshold snapshot {path} is unusable: {exc}\nRe-record with:\n"
+                f"    {record_command(self.cfg)}",
+                pytrace=False,
+            )
 
     def __call__(self, payload: Payload) -> None:
         baseline = self.baseline()
-        if baseline is None and not self.update:
+        if self.update:
+            self._record(payload, baseline)
+            return
+        if baseline is None:
             pytest.fail(
                 f"no threshold snapshot for model {payload.model!r} case {payload.scope} "
                 f"(expected {self.path}).\nRecord the current figures as the baseline with:\n"
                 f"    {record_command(self.cfg)}",
                 pytrace=False,
             )
-        if baseline is not None and not self.update:
-            self._check_comparable(baseline, payload)
+        self._check_comparable(baseline, payload)
+        try:
+            check_rules(baseline.rules, baseline.level, where=str(self.path))
+        except RuleError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        verdict = check(baseline, payload, z_for=self.z_for, seed=self.cfg.seed)
+        self._publish(verdict)
+        failed = verdict.by_status("fail")
+        if failed:
+            lines = [line for o in failed for line in describe(o, payload)]
+            lines.append(f"snapshot: {self.path}")
+            lines.append(
+                "if this change is intended, record it: "
+                f"{record_command(self.cfg)} -k '{self.node.name}'"
+            )
+            pytest.fail("\n".join(lines), pytrace=False)
+        unchecked = verdict.by_status("unchecked")
+        if unchecked:
+            text = "; ".join(f"{o.spec.name}: {o.reason}" for o in unchecked)
+            if self.strict:
+                pytest.fail(f"gate(s) could not be checked (--strict-gates): {text}", False)
+            if len(unchecked) == len(verdict.outcomes):
+                pytest.skip(f"gate(s) could not be checked: {text}")
+
+    def unchecked(self, level: str, figure: str, reason: str) -> None:
+        """Record a gate that could not even build its payload (it still gets a summary
+        line: no gate goes unchecked silently)."""
+        if self.sink is not None:
+            self.sink(
+                self.node.name,
+                {"case": self.node.name, "scope": level, "level": level, "figure": figure,
+                 "status": "unchecked", "reason": reason},
+            )  # fmt: skip
+
+    def _publish(self, verdict: Verdict) -> None:
+        for o in verdict.outcomes:
+            record = o.to_dict(self.node.name)
+            if self.sink is not None:
+                self.sink(self.node.name, record)
+
+    def _record(self, payload: Payload, baseline: Payload | None) -> None:
+        """``--snapshot-update``: merge rules, write the sidecar, let syrupy write the JSON.
+        A grid-level snapshot recorded over more cells than this run selects is kept."""
+        from benchc.suite.figures import with_rules
+
+        if baseline is not None and payload.level in ("model", "family"):
+            old = set(baseline.info.get(GRID_KEY) or ())
+            new = set(payload.info.get(GRID_KEY) or ())
+            same_data = all(baseline.info.get(k) == payload.info.get(k) for k in SETTINGS_KEYS)
+            if same_data and not old <= new:
+                if self.sink is not None:
+                    self.sink(
+                        self.node.name,
+                        {"case": self.node.name, "scope": payload.scope, "level": payload.level,
+                         "status": "kept", "reason": f"recorded over {len(old)} cells, this "
+                         f"run selects {len(new)}: a subset run never overwrites it"},
+                    )  # fmt: skip
+                return
+        rules = default_rules(payload.level)
         if baseline is not None:
-            payload = payload.with_rules(baseline.rules)  # hand-edited rules survive updates
-        if self.snapshot == payload:
-            if baseline is not None and not self.update:
-                for o in compare(baseline, payload):
-                    if o.status == "improved":
-                        self.node.user_properties.append(
-                            ("benchc_improved", f"{o.rule.figure} in {payload.scope}: "
-                             f"{o.baseline.value:.4f} -> {o.current.value:.4f}")
-                        )  # fmt: skip
-            return
-        assert baseline is not None  # syrupy only fails when a baseline exists
-        lines = report(baseline, payload)
-        lines.append(f"snapshot: {self.path}")
-        lines.append(
-            "if this change is intended, record it: "
-            f"{record_command(self.cfg)} -k '{self.node.name}'"
-        )
-        pytest.fail("\n".join(lines), pytrace=False)
+            try:
+                check_rules(baseline.rules, baseline.level, where=str(self.path))
+            except RuleError as exc:
+                pytest.fail(str(exc), pytrace=False)
+            rules = merge_rules(baseline.rules, payload.level)
+        names = set(payload.figures)
+        rules = tuple(r for r in rules if r.figure in names)
+        payload = with_rules(payload, rules, z_for=self.z_for, seed=self.cfg.seed)
+        if payload.evidence is not None:
+            sidecar.save(self.path.parent, payload.evidence)
+        assert self.snapshot == payload
 
     def _check_comparable(self, baseline: Payload, payload: Payload) -> None:
         for key in SETTINGS_KEYS:
@@ -107,32 +189,23 @@ class GateCheck:
                     f"    {record_command(self.cfg)}",
                     pytrace=False,
                 )
-        old, new = baseline.info.get(GRID_KEY), payload.info.get(GRID_KEY)
-        if old != new:
-            pytest.skip(
-                f"model-level thresholds were recorded over {len(old or ())} cells, this run "
-                f"selects {len(new or ())}; model-level gates apply to the recorded grid only"
-            )
 
-    def check_sample(self, current: Payload, cell_key: str) -> None:
-        """Drill-down: one sample against its cell snapshot's per-sample values (no file of
-        its own; ``--snapshot-update`` records samples through their cell)."""
-        from benchc.gates.snapshot import cell_file
-        from benchc.suite.cases import sample_baseline
+    def check_sample(self, cell_key: str, sample_id: str, current: dict[str, float]) -> None:
+        """Drill-down: one sample against its cell snapshot's evidence (no file of its own;
+        ``--snapshot-update`` records samples through their cell)."""
+        from benchc.suite.cases import sample_failures, sample_values
 
         path = self.path.parent / cell_file(cell_key)
-        if not path.is_file():
+        cell = self.baseline(path)
+        if cell is None:
             pytest.fail(
                 f"no threshold snapshot {path} for cell {cell_key}; record one with:\n"
                 f"    {record_command(self.cfg)}",
                 pytrace=False,
             )
-        cell = Payload.from_json(path.read_text(encoding="utf-8"), where=str(path))
-        self._check_comparable(cell, current)
-        baseline = sample_baseline(cell, current)
-        if baseline is None:
-            pytest.fail(f"sample {current.ids[0]!r} is not in {path}", pytrace=False)
-        failed = [o for o in compare(baseline, current) if o.status == "fail"]
-        if failed:
-            lines = [line for o in failed for line in describe(o, baseline, current)]
-            pytest.fail("\n".join(lines), pytrace=False)
+        base = sample_values(cell.evidence, sample_id)  # type: ignore[arg-type]
+        if base is None:
+            pytest.fail(f"sample {sample_id!r} is not in {path}", pytrace=False)
+        why = sample_failures(base, current)
+        if why:
+            pytest.fail(f"sample {sample_id} in {cell_key}: " + "; ".join(why), pytrace=False)

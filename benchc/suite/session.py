@@ -113,6 +113,7 @@ class SuiteSession:
     _dataset: Dataset | None = None
     _backend: Backend | None = None
     _run: SuiteRun | None = None
+    _vsi_run: SuiteRun | None = None
     #: Conditions the selected cases need, in run order (set after collection).
     planned_conditions: list[str] = field(default_factory=list)
 
@@ -140,6 +141,26 @@ class SuiteSession:
                 corruption_workers=default_corruption_workers(self.cfg.worker_id),
             )
         return self._run
+
+    @property
+    def vsi_run(self) -> SuiteRun:
+        """The model on the VSI gates' dataset (:meth:`SuiteConfig.resolved_vsi_dataset`)."""
+        if self._vsi_run is None:
+            from dataclasses import replace
+
+            vsi_cfg = replace(self.cfg, dataset=self.cfg.resolved_vsi_dataset())
+            if vsi_cfg.dataset == self.cfg.dataset:
+                self._vsi_run = self.run
+            else:
+                from benchc.suite.run import SuiteRun, default_corruption_workers
+
+                self._vsi_run = SuiteRun(
+                    vsi_cfg,
+                    open_dataset(vsi_cfg),
+                    self.backend,
+                    corruption_workers=default_corruption_workers(self.cfg.worker_id),
+                )
+        return self._vsi_run
 
     @property
     def started(self) -> bool:

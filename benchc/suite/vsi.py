@@ -1,5 +1,5 @@
-"""The VSI part of the suite (SPEC 5): per-sample VSI under a region blur, the own-tower probe,
-the argmax change rate and the encoder-LLM gap, as stored arrays and gated payloads.
+"""The VSI part of the suite (SPEC 5): per-sample VSI under a region blur, the own-tower probe
+and the argmax change, as stored arrays and as the evidence the VSI gates compare.
 
 Per batch we keep only what the figures need (VSI, top-1 tokens, pooled vision features):
 full next-token distributions of a real model (150k-token vocabularies) would not fit on disk.
@@ -7,17 +7,14 @@ full next-token distributions of a real model (150k-token vocabularies) would no
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from benchc import spec
-from benchc.gates import DEFAULT_MODEL_RULES, Figure, Payload
-from benchc.metrics.stats import bootstrap_se
-from benchc.metrics.vsi import encoder_llm_gap, insensitive_fraction, vsi_full, vsi_topk
+from benchc.gates.evidence import VSIEvidence
+from benchc.metrics.vsi import probe_accuracy, vsi_full, vsi_topk
 from benchc.models.collate import score
-from benchc.suite.figures import GAP_N_BOOT, N_BOOT, VSI_FIGURES, rules_for
 
 if TYPE_CHECKING:
     from benchc.suite.run import SuiteRun
@@ -62,87 +59,24 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
     }
 
 
-#: Gap SEs by content digest: the bootstrap refits hundreds of probes, and one process (the
-#: suite's own pytester runs, a report after a run) asks again for the same stored arrays.
-_GAP_SE_MEMO: dict[str, float] = {}
-
-
-def gap_bootstrap_se(
-    vsi: np.ndarray, gap_arrays: list[np.ndarray], *, seed: int, n_boot: int = GAP_N_BOOT
-) -> float:
-    """Bootstrap SE over samples of the encoder-LLM gap; each replicate refits the probe with
-    repeated images grouped into one fold. A pure function of its inputs, so memoised."""
-    digest = hashlib.blake2b(f"{seed}:{n_boot}".encode(), digest_size=16)
-    for arr in (vsi, *gap_arrays):
-        digest.update(f"{arr.dtype}{arr.shape}".encode())
-        digest.update(np.ascontiguousarray(arr).tobytes())
-    key = digest.hexdigest()
-    if key not in _GAP_SE_MEMO:
-        _GAP_SE_MEMO[key] = float(
-            bootstrap_se(
-                lambda rows: (
-                    encoder_llm_gap(vsi[rows], *(a[rows] for a in gap_arrays), image_ids=rows).gap
-                ),
-                vsi.size,
-                seed=seed,
-                n_boot=n_boot,
-            )
-        )
-    return _GAP_SE_MEMO[key]
-
-
-def vsi_payload(arrays: dict[str, np.ndarray], figure: str, *, run: SuiteRun) -> Payload:
-    """One VSI figure as a model-level payload.
-
-    ``insensitive_fraction``: share with VSI < 0.05, bootstrap SE over samples.
-    ``gap``: own-tower probe accuracy minus argmax change rate on the low-VSI subset, with a
-    bootstrap SE over samples (SPEC 6) of :data:`GAP_N_BOOT` replicates; each replicate refits
-    the probe with repeated images grouped into one fold.
+def vsi_evidence(arrays: dict[str, np.ndarray], ids: list[str]) -> VSIEvidence:
+    """Per-sample VSI, argmax change and held-out probe correctness (the probe fitted with
+    grouped folds over all samples, SPEC 5 as read in :func:`benchc.metrics.vsi.encoder_llm_gap`).
     """
-    from benchc.suite.cases import run_info
+    changed = arrays["top1_clean"] != arrays["top1_blur"]
+    if len(ids) >= 5:
+        probe = probe_accuracy(arrays["features_clean"], arrays["features_blur"]).correct
+    else:  # too few images for five grouped folds: the gap is undefined, never made up
+        probe = np.full(len(ids), np.nan)
+    return VSIEvidence(ids, arrays["vsi"], changed, probe)
 
-    if figure not in VSI_FIGURES:
-        raise ValueError(f"unknown VSI figure {figure!r}; known: {list(VSI_FIGURES)}")
+
+def vsi_info(arrays: dict[str, np.ndarray], region_locator: str) -> dict[str, object]:
+    """How the VSI regions were obtained (SPEC 5: fallbacks are counted and reported)."""
     vsi = arrays["vsi"].astype(np.float64)
-    changed = (arrays["top1_clean"] != arrays["top1_blur"]).astype(np.float64)
-    low = vsi < spec.VSI_INSENSITIVE
-    info = {
-        **run_info(run),
-        "n": int(vsi.size),
-        "region_locator": run.cfg.region_locator,
+    return {
+        "region_locator": region_locator,
         "regions_located": int(arrays["located"].sum()) if "located" in arrays else 0,
         "region_fallbacks": int(arrays["fallback"].sum()),
         "median_vsi": round(float(np.median(vsi)), 6),
-        "n_low_vsi": int(low.sum()),
     }
-    if figure == "insensitive_fraction":
-        value = insensitive_fraction(vsi)
-        se = bootstrap_se(
-            lambda rows: insensitive_fraction(vsi[rows]), vsi.size, seed=run.cfg.seed, n_boot=N_BOOT
-        )
-        fig = Figure(value, float(se), "insensitive")
-        per_sample = {"insensitive": low.astype(np.float64)}
-    else:
-        gap_arrays = [
-            arrays[k] for k in ("features_clean", "features_blur", "top1_clean", "top1_blur")
-        ]
-        gap = encoder_llm_gap(vsi, *gap_arrays)
-        se = float("nan")
-        if gap.probe is not None:
-            se = gap_bootstrap_se(vsi, gap_arrays, seed=run.cfg.seed)
-            info["probe_accuracy"] = round(gap.probe.accuracy, 6)
-        info["argmax_change_rate"] = round(gap.change_rate, 6) if gap.n else None
-        # A sample whose argmax stopped changing widens the gap: inverted per-sample direction.
-        fig = Figure(gap.gap, float(se), "-argmax_changed")
-        per_sample = {"argmax_changed": changed}
-    return Payload(
-        scope=f"vsi:{figure}",
-        model=run.backend.name,
-        dataset=run.dataset.name,
-        n=int(vsi.size),
-        figures={figure: fig},
-        rules=rules_for([figure], DEFAULT_MODEL_RULES),
-        ids=tuple(run.ids),
-        per_sample=per_sample,
-        info=info,
-    )

@@ -1,4 +1,5 @@
-"""Model-level gates over the whole selected grid: overall RAS, R_c, R_w, Mixed-cell rate."""
+"""Model-level gates over the whole selected grid, one case per gated figure of
+:data:`benchc.gates.figures.FIGURES` (RAS, R_c, R_w, Mixed-cell rate, accuracy, consistency)."""
 
 import pytest
 
@@ -8,4 +9,4 @@ pytestmark = pytest.mark.benchc_model
 
 
 def test_model(benchc_model_figure, benchc_run, benchc_gate):
-    benchc_gate(model_case(benchc_run, benchc_model_figure))
+    benchc_gate(model_case(benchc_run, benchc_model_figure, z_for=benchc_gate.z_for))

@@ -1,0 +1,64 @@
+"""Family-wise error control: one false-alarm budget per run, split into each gate's z.
+
+About 400 gates run in a full build. Testing each at z = 3 (a one-sided 0.13 % false-alarm
+rate) would make a build with no real change fail about two times in five from chance alone.
+The run declares a budget instead (``--false-alarm-budget``, default 1 %): the probability that
+*any* gate fails when nothing changed.
+
+Rule: weighted Bonferroni. The budget is split across levels by fixed weights (model-level
+gates get the largest share per gate, because there are few and they are what a release is
+judged on), then evenly across the gates of each level that run; each gate's one-sided
+alpha becomes its z. Bonferroni is valid under any dependence between gates (cells of one
+model are strongly correlated), needs no ordering of p-values across gates (Holm would: gates
+run as separate pytest cases, possibly in different xdist workers), and a subset run (``-k``,
+``--corruptions``) spends the same budget on fewer gates, so each gets more. A rule in a
+snapshot may still fix its own ``z``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from scipy.stats import norm
+
+from benchc.gates.figures import LEVELS, Level
+
+DEFAULT_BUDGET = 0.01
+#: Share of the budget per level (renormalised over the levels that run).
+LEVEL_WEIGHTS: Mapping[Level, float] = {"model": 0.4, "vsi": 0.1, "family": 0.25, "cell": 0.25}
+
+
+@dataclass(frozen=True)
+class ErrorBudget:
+    """``alpha``: the run's false-alarm budget; ``gates``: how many gates of each level run."""
+
+    alpha: float = DEFAULT_BUDGET
+    gates: Mapping[Level, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha < 1.0:
+            raise ValueError(f"false-alarm budget must be in (0, 1), got {self.alpha}")
+        for level, n in self.gates.items():
+            if level not in LEVELS or n < 0:
+                raise ValueError(f"bad gate count {level!r}: {n}")
+
+    def alpha_for(self, level: Level) -> float:
+        """One gate's one-sided false-alarm rate at ``level``."""
+        present = {lv: w for lv, w in LEVEL_WEIGHTS.items() if self.gates.get(lv, 0) > 0}
+        if level not in present:  # a level nobody counted (a direct call): spend it all there
+            present, count = {level: 1.0}, max(1, self.gates.get(level, 0))
+        else:
+            count = self.gates[level]
+        share = present[level] / sum(present.values())
+        return self.alpha * share / count
+
+    def z(self, level: Level) -> float:
+        """The one-sided normal quantile of :meth:`alpha_for`."""
+        return float(norm.isf(self.alpha_for(level)))
+
+    def describe(self) -> str:
+        parts = [
+            f"{lv} {self.gates[lv]} x z={self.z(lv):.2f}" for lv in LEVELS if self.gates.get(lv)
+        ]
+        return f"false-alarm budget {self.alpha:g} (weighted Bonferroni): " + ", ".join(parts)

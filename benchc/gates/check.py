@@ -1,0 +1,269 @@
+"""The one gate decision: ``check(baseline, current) -> Verdict`` (SPEC 6).
+
+Pure: two payloads with their evidence in, a verdict out. The pytest cases, the syrupy
+comparator and the report all call it, so a figure can never pass in one and fail in another.
+
+For each rule of the case:
+
+* both sides are restricted to the conditions they share and aligned by sample id;
+* the same resampled sample ids (fixed seed) are applied to both sides and the figure is
+  recomputed on each: the SE of figure(current) - figure(baseline) over those replicates is
+  the *paired* SE, which is small when the same samples move the same way on both sides;
+* the gate fails when the worse-direction change exceeds ``max(floor, z x SE_diff)``;
+  it reports ``improved`` beyond that tolerance the other way, and ``unchecked`` (with the
+  reason) when it cannot decide; moving the better way never fails;
+* its minimal detectable regression is ``max(floor, z x SE_null)``, SE_null being the paired
+  SE between the baseline and a benign re-measurement of it (:meth:`Evidence.benign`); when
+  that exceeds the room the figure has left in its worse direction, the gate cannot fail on
+  this dataset and says how many samples it would need.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from benchc.gates.evidence import Evidence, EvidenceError, GridEvidence
+from benchc.gates.figures import FigureSpec, Level, figure
+from benchc.gates.payload import Payload
+from benchc.gates.rules import GateRule
+from benchc.metrics.stats import replicate_se, resample_counts
+from benchc.spec import DEFAULT_SEED
+
+#: Paired bootstrap replicates: the SE of an SE estimate is ~ SE / sqrt(2 B), 2 % at 1000.
+N_BOOT = 1000
+#: How many samples a failure names.
+MOVERS = 5
+
+ZFor = Callable[[Level], float]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One gate's verdict. ``status``: pass, fail, improved or unchecked."""
+
+    spec: FigureSpec
+    rule: GateRule
+    scope: str
+    status: str
+    baseline: float = float("nan")
+    current: float = float("nan")
+    z: float = float("nan")
+    se_diff: float = float("nan")
+    se_null: float = float("nan")
+    tolerance: float = float("nan")
+    mdr: float = float("nan")
+    n: int = 0
+    reason: str | None = None
+    movers: tuple[tuple[str, float, float], ...] = ()
+    #: The gate cannot fail on this dataset (its MDR exceeds the figure's room); why.
+    powerless: str | None = None
+
+    @property
+    def change(self) -> float:
+        return self.current - self.baseline
+
+    @property
+    def worse_by(self) -> float:
+        """How far the figure moved in its worse direction (negative: it improved)."""
+        return -self.spec.sign * self.change
+
+    def to_dict(self, case: str) -> dict[str, Any]:
+        """The verdict record the report, the JUnit properties and the summary read."""
+
+        def num(x: float) -> float | None:
+            return float(x) if math.isfinite(x) else None
+
+        return {
+            "case": case,
+            "scope": self.scope,
+            "level": self.spec.level,
+            "figure": self.spec.name,
+            "label": self.spec.label,
+            "direction": self.spec.direction,
+            "baseline": num(self.baseline),
+            "current": num(self.current),
+            "change": num(self.change),
+            "tolerance": num(self.tolerance),
+            "mdr": num(self.mdr),
+            "se_diff": num(self.se_diff),
+            "floor": self.rule.floor,
+            "z": num(self.z),
+            "n": self.n,
+            "status": self.status,
+            "reason": self.reason or self.powerless,
+            "movers": [[sid, num(b), num(c)] for sid, b, c in self.movers],
+        }
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Every rule's outcome for one case."""
+
+    scope: str
+    outcomes: tuple[Outcome, ...] = field(default_factory=tuple)
+
+    def by_status(self, status: str) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == status]
+
+    @property
+    def failed(self) -> bool:
+        return any(o.status == "fail" for o in self.outcomes)
+
+
+def _intersect(base: Evidence, cur: Evidence) -> tuple[Evidence, Evidence, str | None]:
+    """Both grids on the cells they share (a subset run is checked on its cells)."""
+    if not isinstance(base, GridEvidence) or not isinstance(cur, GridEvidence):
+        return base, cur, None
+    if base.conditions == cur.conditions:
+        return base, cur, None
+    corr = [c for c in base.corruptions if c in cur.corruptions]
+    sev = [s for s in base.severities if s in cur.severities]
+    keys = [f"{c}-{s}" for c in corr for s in sev]
+    if not keys:
+        raise EvidenceError("baseline and current share no corruption x severity cell")
+    note = f"compared on the {len(keys)} cells both sides have (baseline {len(base.conditions)})"
+    return base.restrict(keys), cur.restrict(keys), note
+
+
+def _movers(
+    spec: FigureSpec, base: Evidence, cur: Evidence
+) -> tuple[tuple[str, float, float], ...]:
+    if spec.per_sample is None:
+        return ()
+    b, c = base.per_sample(spec.per_sample), cur.per_sample(spec.per_sample)
+    if b is None or c is None:
+        return ()
+    worse = -spec.sign * (c - b)
+    ok = np.isfinite(worse) & (worse > 0)
+    order = sorted(np.flatnonzero(ok), key=lambda i: (-worse[i], base.ids[i]))[:MOVERS]
+    return tuple((base.ids[i], float(b[i]), float(c[i])) for i in order)
+
+
+def _powerless(spec: FigureSpec, rule: GateRule, base: float, mdr: float, zse: float, n: int):
+    room = spec.room(base)
+    if not math.isfinite(room) or mdr < room:
+        return None
+    if rule.floor >= room:
+        return (
+            f"this gate cannot fail on this dataset: its floor {rule.floor:g} exceeds the "
+            f"{room:.4g} the figure can still fall"
+        )
+    needed = math.ceil(n * (zse / room) ** 2) - n if zse > 0 else 0
+    return (
+        f"this gate cannot fail on this dataset: minimal detectable regression {mdr:.4g} >= "
+        f"room {room:.4g}; about {max(needed, 1)} more samples needed"
+    )
+
+
+def check(
+    baseline: Payload,
+    current: Payload,
+    *,
+    z_for: ZFor,
+    seed: int = DEFAULT_SEED,
+    n_boot: int = N_BOOT,
+    rules: Sequence[GateRule] | None = None,
+) -> Verdict:
+    """Paired verdict of ``current`` against ``baseline`` under ``rules`` (default: the
+    baseline's). ``z_for(level)`` gives a rule's z unless the rule fixes its own."""
+    rules = tuple(baseline.rules if rules is None else rules)
+    level = baseline.level
+    specs = [(r, figure(level, r.figure)) for r in rules]
+    base_ev, cur_ev = baseline.evidence, current.evidence
+
+    def unchecked(reason: str) -> Verdict:
+        return Verdict(
+            current.scope,
+            tuple(Outcome(s, r, current.scope, "unchecked", reason=reason) for r, s in specs),
+        )
+
+    if base_ev is None or cur_ev is None:
+        side = "baseline" if base_ev is None else "current run"
+        return unchecked(f"the {side} has no per-sample evidence")
+    try:
+        base_ev, cur_ev, note = _intersect(base_ev, cur_ev)
+        cur_ev = cur_ev.align(base_ev.ids)
+    except EvidenceError as exc:
+        return unchecked(f"not comparable: {exc}")
+    n = len(base_ev.ids)
+    counts = resample_counts(n, n_boot, seed)
+    fb, fc = base_ev.figures(), cur_ev.figures()
+    rb, rc = base_ev.replicates(counts), cur_ev.replicates(counts)
+    rn = base_ev.benign(seed).replicates(counts)
+    outcomes = []
+    for rule, spec in specs:
+        b, c = fb[spec.key], fc[spec.key]
+        z = rule.z if rule.z is not None else z_for(level)
+        se_diff = float(replicate_se(rc[spec.key] - rb[spec.key]))
+        se_null = float(replicate_se(rn[spec.key] - rb[spec.key]))
+        tol = max(rule.floor, z * se_diff) if math.isfinite(se_diff) else rule.floor
+        mdr = max(rule.floor, z * se_null) if math.isfinite(se_null) else rule.floor
+        common = dict(
+            baseline=b, current=c, z=z, se_diff=se_diff, se_null=se_null, tolerance=tol,
+            mdr=mdr, n=n, reason=note,
+        )  # fmt: skip
+        if not math.isfinite(b):
+            outcomes.append(
+                Outcome(
+                    spec,
+                    rule,
+                    current.scope,
+                    "unchecked",
+                    **{
+                        **common,
+                        "reason": f"{spec.name} is undefined on the baseline "
+                        "(no sample counts towards it)",
+                    },
+                )
+            )
+            continue
+        if not math.isfinite(c):
+            status, why = "fail", f"{spec.name} became undefined (baseline {b:.4g})"
+            outcomes.append(Outcome(spec, rule, current.scope, status, **{**common, "reason": why}))
+            continue
+        worse = -spec.sign * (c - b)
+        status = "fail" if worse > tol else "improved" if -worse > tol else "pass"
+        powerless = _powerless(spec, rule, b, mdr, z * se_null, n)
+        outcomes.append(
+            Outcome(
+                spec,
+                rule,
+                current.scope,
+                status,
+                **common,
+                movers=_movers(spec, base_ev, cur_ev) if status == "fail" else (),
+                powerless=powerless,
+            )
+        )
+    return Verdict(current.scope, tuple(outcomes))
+
+
+def describe(outcome: Outcome, current: Payload) -> list[str]:
+    """The failure text SPEC 6 asks for: figure, scope, baseline, current, tolerance, MDR and
+    the samples that contributed most."""
+    o, r, s = outcome, outcome.rule, outcome.spec
+    lines = [
+        f"gate {o.status.upper()}: {s.name} ({s.label}) in {o.scope} "
+        f"(model {current.model}, dataset {current.dataset}, n={o.n})",
+    ]
+    if o.reason and o.status != "fail":
+        lines.append(f"  {o.reason}")
+    if not math.isfinite(o.baseline):
+        return lines
+    lines += [
+        f"  baseline {o.baseline:.4f}  current {o.current:.4f}  change {o.change:+.4f}, "
+        f"{s.direction} is better",
+        f"  tolerance {o.tolerance:.4f} = max(floor {r.floor:g}, z {o.z:.2f} x paired SE "
+        f"{o.se_diff:.4f})   minimal detectable regression {o.mdr:.4f}   rule '{r}'",
+    ]
+    if o.reason and o.status == "fail":
+        lines.append(f"  {o.reason}")
+    if o.movers:
+        lines.append(f"  samples that moved most ({s.per_sample}, baseline -> current):")
+        lines.extend(f"    {sid}: {b:.3f} -> {c:.3f}" for sid, b, c in o.movers)
+    return lines
