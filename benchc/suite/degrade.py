@@ -1,25 +1,39 @@
-"""A deliberately degraded wrapper around any backend, for testing that the gates bite.
+"""The mutant zoo and the benign zoo: known-worse and known-equivalent models for testing gates.
 
-The suite's own tests need a model that is *known* to be worse than the recorded baseline
-without training a second checkpoint: ``damp`` keeps only that fraction of each image's
-contrast (the vision tower and the language model see a washed-out image, so visual evidence
-is damped), and ``sharpen`` multiplies the next-token logits (an over-confident head).
-Selected with the hidden option ``--benchc-degrade damp=0.3,sharpen=3``; the wrapped model keeps
-its name (and so its thresholds folder) but gets its own fingerprint (and so its own results).
+A gate is only worth its verdict if it fails for a structural regression and stays green for a
+benign change. Both claims need models whose change is known, without training new
+checkpoints. Three kinds live here:
+
+* **Backend wrappers** (model-level, run through the real suite): :class:`DegradedBackend`
+  (``damp``: washed-out images; ``sharpen``: an over-confident head), selected with the hidden
+  ``--benchc-degrade damp=0.3,sharpen=3``; :func:`vision_ignoring` (a forward hook scales the
+  projector's output for the image tokens, so the vision tower still sees what the language
+  model ignores); :func:`weight_noise` (benign: tiny relative noise on every weight).
+* **Output mutants** (:data:`GRID_MUTANTS`, :data:`VSI_MUTANTS`): rewrite a model's stored
+  per-sample evidence the way a regressed model would have produced it. The structural ones keep
+  every prediction, so accuracy cannot see them.
+* **Benign variants** are settings of the real backend (bfloat16, another batch size) plus
+  :func:`weight_noise`; ``benchmarks/gate_power.py`` runs them all through the gates.
+
+Every mutant takes a ``strength``; :data:`MEANINGFUL` names the strength the README's power table
+calls a meaningful regression.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from benchc import spec
+from benchc.gates.evidence import GridEvidence, VSIEvidence
 from benchc.models.base import Backend, BatchOutput, Query
 
 KNOBS: tuple[str, ...] = ("damp", "sharpen")
 
 
+# -- backend wrappers ----------------------------------------------------------------------------
 def damp_image(image: np.ndarray, keep: float) -> np.ndarray:
     """Blend an RGB uint8 image toward its per-channel mean, keeping ``keep`` of the contrast."""
     arr = image.astype(np.float32)
@@ -88,3 +102,141 @@ class DegradedBackend(Backend):
     @property
     def white_box(self) -> bool:
         return self.inner.white_box
+
+
+#: Attribute paths of the vision-to-language projector in transformers VLM families.
+PROJECTORS: tuple[str, ...] = (
+    "model.multi_modal_projector",  # LLaVA, LLaVA-NeXT/OneVision, Gemma 3, Mistral3, InternVL
+    "multi_modal_projector",
+    "model.connector",  # Idefics3 / SmolVLM
+    "model.visual.merger",  # Qwen2/2.5/3-VL
+)
+
+
+def _projector(model: object) -> object:
+    for path in PROJECTORS:
+        obj: object | None = model
+        for part in path.split("."):
+            obj = getattr(obj, part, None)
+        if obj is not None:
+            return obj
+    raise ValueError(f"{type(model).__name__}: no projector at any of {PROJECTORS}")
+
+
+def vision_ignoring(backend: Backend, scale: float) -> Backend:
+    """A vision-ignoring language model (mutant): the projector's output, the image tokens the
+    language model reads, is multiplied by ``scale`` through a forward hook. The tower and its
+    pooled features (the gap's probe) are untouched, so the tower still separates a blurred view
+    while the answers stop reacting to it. Mutates ``backend`` in place and returns it."""
+    if not 0.0 <= scale <= 1.0:
+        raise ValueError(f"vision_ignoring: scale must be in [0, 1], got {scale}")
+    module = _projector(backend.model)  # type: ignore[attr-defined]
+    module.register_forward_hook(lambda _m, _i, out: out * scale)  # type: ignore[attr-defined]
+    backend.fingerprint = f"{backend.fingerprint}+vision_ignoring({scale:g})"
+    return backend
+
+
+def weight_noise(backend: Backend, rel_sd: float, seed: int = 0) -> Backend:
+    """Benign: every floating weight tensor gets Gaussian noise of ``rel_sd`` x its own SD
+    (what a re-quantisation or another kernel's rounding does). Mutates ``backend`` in place."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in backend.model.parameters():  # type: ignore[attr-defined]
+            if p.is_floating_point() and p.numel() > 1:
+                noise = torch.randn(p.shape, generator=gen, dtype=torch.float32)
+                p.add_((noise * p.float().std() * rel_sd).to(p.dtype))
+    backend.fingerprint = f"{backend.fingerprint}+weight_noise({rel_sd:g},{seed})"
+    return backend
+
+
+# -- output mutants ------------------------------------------------------------------------------
+def _corrupted(ev: GridEvidence) -> np.ndarray:
+    """(1 + C,) bool: the corrupted conditions of ``ev.logits``' condition axis."""
+    return np.r_[False, np.ones(len(ev.conditions), bool)]
+
+
+def _with_logits(ev: GridEvidence, logits: np.ndarray) -> GridEvidence:
+    return GridEvidence(ev.ids, ev.answers, ev.n_options, ev.conditions, logits)
+
+
+def _scale_corrupted(ev: GridEvidence, factor: float, where: np.ndarray | None = None):
+    """Option logits of corrupted pairs times ``factor`` (about each pair's mean logit, so the
+    argmax and the ranking of options are kept)."""
+    x = ev.logits.astype(np.float64)
+    mean = np.nanmean(x, axis=2, keepdims=True)
+    scaled = mean + (x - mean) * factor
+    mask = np.broadcast_to(_corrupted(ev)[None, :, None], x.shape)
+    if where is not None:
+        mask = mask & where[..., None]
+    return _with_logits(ev, np.where(mask, scaled, x).astype(np.float32))
+
+
+def overconfident_under_corruption(ev: GridEvidence, strength: float) -> GridEvidence:
+    """Corrupted logits sharpened by ``1 + strength``: every prediction kept, confidence up."""
+    return _scale_corrupted(ev, 1.0 + strength)
+
+
+def underconfident_under_corruption(ev: GridEvidence, strength: float) -> GridEvidence:
+    """Corrupted logits flattened by ``1 / (1 + strength)``: every prediction kept, the model
+    hedges under corruption (Bench-C's Mixed-cell signature: R_c down, R_w up)."""
+    return _scale_corrupted(ev, 1.0 / (1.0 + strength))
+
+
+def confident_when_wrong(ev: GridEvidence, strength: float) -> GridEvidence:
+    """Corrupted pairs whose prediction is wrong get sharper by ``1 + strength``: every
+    prediction kept, confidence grows exactly where it should not."""
+    pred = np.nanargmax(np.where(np.isnan(ev.logits), -np.inf, ev.logits), axis=2)
+    wrong = pred != ev.answers[:, None]
+    return _scale_corrupted(ev, 1.0 + strength, where=wrong)
+
+
+def family_fragility(ev: GridEvidence, strength: float, family: str = "blur") -> GridEvidence:
+    """One corruption family's right-answer logit lowered by ``strength x severity / 5``:
+    a regression confined to that family, growing with severity."""
+    x = ev.logits.copy()
+    members = spec.FAMILIES[family]
+    for j, key in enumerate(ev.conditions, start=1):
+        corruption, severity = spec.parse_condition(key)
+        if corruption in members:
+            x[np.arange(len(ev.ids)), j, ev.answers] -= strength * severity / 5.0
+    return _with_logits(ev, x)
+
+
+def vision_ignoring_vsi(ev: VSIEvidence, strength: float, seed: int = 0) -> VSIEvidence:
+    """Output form of :func:`vision_ignoring` for the VSI gates: on a ``strength`` share of the
+    samples the answer stops reacting to the blur (VSI x 1e-3, argmax unchanged) while the tower
+    still separates the views (probe correctness kept)."""
+    hit = np.random.default_rng([seed, 0x16]).random(len(ev.ids)) < strength
+    return VSIEvidence(
+        ev.ids,
+        np.where(hit, ev.vsi * 1e-3, ev.vsi),
+        np.where(hit, 0.0, ev.changed),
+        ev.probe_correct,
+    )
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A named output mutant, its strengths, whether it keeps every prediction, and the
+    strength documented as a meaningful regression."""
+
+    name: str
+    fn: Callable
+    strengths: tuple[float, ...]
+    meaningful: float
+    keeps_predictions: bool
+
+
+GRID_MUTANTS: tuple[Mutant, ...] = (
+    Mutant("overconfident_under_corruption", overconfident_under_corruption, (0.25, 0.5, 1.0),
+           0.5, True),
+    Mutant("underconfident_under_corruption", underconfident_under_corruption, (0.25, 0.5, 1.0),
+           0.5, True),
+    Mutant("confident_when_wrong", confident_when_wrong, (0.25, 0.5, 1.0), 0.5, True),
+    Mutant("family_fragility", family_fragility, (0.5, 1.0, 2.0), 1.0, False),
+)  # fmt: skip
+VSI_MUTANTS: tuple[Mutant, ...] = (
+    Mutant("vision_ignoring_vsi", vision_ignoring_vsi, (0.1, 0.25, 0.5), 0.25, False),
+)

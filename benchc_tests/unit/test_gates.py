@@ -1,34 +1,63 @@
-"""Gate rules and the one-sided comparison of SPEC section 6."""
+"""Gates: the figure table, rules and their merge, the false-alarm budget, and the paired check
+(against a slow per-replicate reference), its MDR and its verdicts (SPEC 6)."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from scipy.stats import norm
 
+from benchc import spec
 from benchc.gates import (
-    DEFAULT_CELL_RULES,
-    DEFAULT_MODEL_RULES,
-    Figure,
+    FIGURES,
+    ErrorBudget,
     GateRule,
+    GridEvidence,
     Payload,
     RuleError,
-    compare,
-    evaluate,
+    VSIEvidence,
+    check,
+    default_rules,
+    describe,
+    figure,
+    figures,
+    merge_rules,
     parse_rule,
     parse_rules,
-    report,
 )
+from benchc.gates.evidence import Evidence
+from benchc.gates.rules import check_rules
+from benchc.metrics import compute_grid, grid_from_logits
+from benchc.metrics.stats import bootstrap_indices, replicate_se
+from benchc.suite.figures import build_payload, grid_payloads
+
+Z3 = lambda level: 3.0  # noqa: E731 - a fixed z for tests that are not about the budget
 
 
-def test_parse_rule_roundtrip():
+# -- the figure table and rules ------------------------------------------------------------
+def test_every_figure_is_defined_once_per_level_with_spec_directions():
+    seen = {(f.level, f.name) for f in FIGURES}
+    assert len(seen) == len(FIGURES)
+    for f in FIGURES:
+        lower = f.name in ("mixed_cell_rate", "gap", "insensitive_fraction")
+        assert f.direction == ("lower" if lower else "higher"), f.name
+        assert f.floor > 0
+    # the issue's family-level gates
+    assert {f.name for f in figures("family", gated_only=True)} == {"ras", "r_c", "r_w", "accuracy"}
+    # consistency falls under any change: reported everywhere, gated only at the model level
+    assert not figure("cell", "consistency").gated and not figure("family", "consistency").gated
+    with pytest.raises(KeyError, match="no cell-level figure 'gap'"):
+        figure("cell", "gap")
+
+
+def test_parse_rule_roundtrip_with_optional_z():
     rule = parse_rule("ras:higher:floor=0.02:z=3")
     assert rule == GateRule("ras", "higher", 0.02, 3.0)
     assert parse_rule(str(rule)) == rule
-    assert parse_rule("gap:lower:z=2:floor=0.1") == GateRule("gap", "lower", 0.1, 2.0)
-    assert parse_rule("gap:lower") == GateRule("gap", "lower", 0.0, 0.0)
+    assert parse_rule("gap:lower:floor=0.1") == GateRule("gap", "lower", 0.1, None)
+    assert str(GateRule("gap", "lower", 0.1)) == "gap:lower:floor=0.1"
 
 
 @pytest.mark.parametrize(
@@ -47,112 +76,226 @@ def test_bad_rules_name_the_problem(text, message):
         parse_rule(text)
 
 
-def test_duplicate_rules_refused():
+def test_duplicate_and_misdirected_rules_refused():
     with pytest.raises(RuleError, match="two gate rules for figure 'ras'"):
         parse_rules(["ras:higher", "ras:lower"])
+    with pytest.raises(RuleError, match="ras is better higher"):
+        check_rules([parse_rule("ras:lower:floor=1")], "cell", where="x.json")
+    with pytest.raises(RuleError, match="names no model-level figure"):
+        check_rules([parse_rule("ras_typo:higher")], "model", where="x.json")
 
 
-def test_default_rules_parse_and_follow_spec_directions():
-    cell = parse_rules(list(DEFAULT_CELL_RULES))
-    model = parse_rules(list(DEFAULT_MODEL_RULES))
-    for name in ("ras", "r_c", "accuracy", "consistency", "relative_robustness"):
-        assert cell[name].direction == "higher"
-    for name in ("mixed_cell_rate", "gap", "insensitive_fraction"):
-        assert model[name].direction == "lower"
+def test_rerecording_merges_rules_hand_edits_survive_new_defaults_arrive():
+    edited = (GateRule("ras", "higher", 0.5, 2.0),)  # an old snapshot with one hand-edited rule
+    merged = merge_rules(edited, "family")
+    assert merged[0] == edited[0]
+    assert [r.figure for r in merged] == ["ras", "r_c", "r_w", "accuracy"]
+    assert merged[1:] == default_rules("family")[1:]
 
 
-def test_tolerance_is_max_of_floor_and_z_combined_se():
-    rule = GateRule("ras", "higher", 0.02, 3.0)
-    assert rule.tolerance(0.0, 0.0) == 0.02
-    assert math.isclose(rule.tolerance(0.03, 0.04), 0.15)
-    assert rule.tolerance(float("nan"), 0.01) == pytest.approx(0.03)
+# -- the false-alarm budget ------------------------------------------------------------------
+def test_budget_is_weighted_bonferroni_over_the_gates_that_run():
+    b = ErrorBudget(0.01, {"cell": 380, "family": 20, "model": 6, "vsi": 2})
+    total = sum(b.alpha_for(lv) * n for lv, n in b.gates.items())
+    assert total == pytest.approx(0.01)
+    assert b.alpha_for("model") == pytest.approx(0.01 * 0.4 / 6)
+    assert b.z("model") == pytest.approx(norm.isf(0.01 * 0.4 / 6))
+    assert b.z("cell") > b.z("family") > b.z("model")
+    # a subset run spends the same budget on fewer gates: each one gets a smaller z
+    only_model = ErrorBudget(0.01, {"model": 6})
+    assert only_model.alpha_for("model") == pytest.approx(0.01 / 6)
+    with pytest.raises(ValueError, match="false-alarm budget"):
+        ErrorBudget(1.5)
 
 
-def test_one_sided_higher_is_better():
-    rule = GateRule("ras", "higher", 0.05, 0.0)
-    base = Figure(0.5, 0.0)
-    assert evaluate(rule, base, Figure(0.44, 0.0)).status == "fail"
-    assert evaluate(rule, base, Figure(0.46, 0.0)).status == "pass"
-    assert evaluate(rule, base, Figure(0.9, 0.0)).status == "improved"
-
-
-def test_one_sided_lower_is_better():
-    rule = GateRule("gap", "lower", 0.05, 0.0)
-    base = Figure(0.5, 0.0)
-    assert evaluate(rule, base, Figure(0.56, 0.0)).status == "fail"
-    assert evaluate(rule, base, Figure(0.1, 0.0)).status == "improved"
-
-
-def test_undefined_figures():
-    rule = GateRule("r_w", "higher", 0.05, 0.0)
-    assert evaluate(rule, Figure(float("nan"), 0), Figure(0.1, 0)).status == "undefined"
-
-
-@given(
-    base=st.floats(-2, 1),
-    delta=st.floats(-3, 3),
-    floor=st.floats(0, 1),
-    z=st.floats(0, 5),
-    se=st.floats(0, 0.5),
-    direction=st.sampled_from(["higher", "lower"]),
-)
-def test_moving_in_the_better_direction_never_fails(base, delta, floor, z, se, direction):
-    rule = GateRule("f", direction, floor, z)
-    better = base + rule.sign * abs(delta)
-    assert evaluate(rule, Figure(base, se), Figure(better, se)).status != "fail"
-
-
-def _payload(value: float, ras: list[float], scope: str = "fog-3") -> Payload:
-    return Payload(
-        scope=scope,
-        model="tiny",
-        dataset="testbed",
-        n=len(ras),
-        figures={"ras": Figure(value, 0.01, per_sample="ras")},
-        rules=[parse_rule("ras:higher:floor=0.02:z=3")],
-        ids=[f"q{i}" for i in range(len(ras))],
-        per_sample={"ras": ras},
+# -- the paired check ------------------------------------------------------------------------
+def _grid(n=40, seed=0, conditions=("fog-1", "fog-2", "gaussian_noise-1", "gaussian_noise-2")):
+    rng = np.random.default_rng(seed)
+    answers = rng.integers(0, 4, size=n)
+    clean = rng.normal(size=(n, 4)) * 1.5
+    clean[np.arange(n), answers] += 1.5
+    by = {c: clean + rng.normal(size=(n, 4)) * 0.8 for c in conditions}
+    return GridEvidence.from_conditions(
+        [f"s{i:03d}" for i in range(n)], answers, np.full(n, 4), clean, by
     )
 
 
-def test_payload_json_roundtrip_is_stable():
-    p = _payload(0.1234567891, [0.1, float("nan"), -0.3])
-    text = p.to_json()
-    q = Payload.from_json(text)
-    assert q.figures["ras"].value == pytest.approx(0.123457)
-    assert math.isnan(q.per_sample["ras"][1])
-    assert q.to_json() == text
+def _payload(ev: Evidence, level="model", names=None, z_for=Z3) -> Payload:
+    return build_payload(
+        ev, level=level, scope=level, model="m", dataset="d", info={}, seed=0, z_for=z_for,
+        names=names,
+    )  # fmt: skip
 
 
-def test_from_json_rejects_foreign_files():
-    with pytest.raises(ValueError, match="not valid JSON"):
-        Payload.from_json("{", where="x.json")
-    with pytest.raises(ValueError, match="not a benchc threshold snapshot"):
-        Payload.from_json('{"a": 1}')
+def _slow_paired_se(base: GridEvidence, cur: GridEvidence, key: str, n_boot: int) -> float:
+    """The definition, one replicate at a time: resample ids, recompute both grids from
+    logits, difference the figure."""
+    diffs = []
+    for rows in bootstrap_indices(len(base.ids), n_boot, 0):
+        figs = []
+        for ev in (base, cur):
+            g = grid_from_logits(
+                ev.logits[rows], ev.answers[rows], ev.n_options[rows],
+                n_severities=len(ev.severities), corruptions=ev.corruptions,
+            )  # fmt: skip
+            figs.append(g.model_figures()[key])
+        diffs.append(figs[1] - figs[0])
+    return float(replicate_se(np.array(diffs)))
 
 
-def test_failure_message_names_everything():
-    base = _payload(0.30, [0.3, 0.3, 0.3, 0.3])
-    cur = _payload(0.10, [0.3, -0.5, 0.25, 0.2])
-    outcomes = compare(base, cur)
-    assert [o.status for o in outcomes] == ["fail"]
-    text = "\n".join(report(base, cur))
-    assert "ras in fog-3" in text
-    assert "baseline 0.3000" in text and "current 0.1000" in text
-    assert "tolerance 0.0424" in text  # 3 * sqrt(2) * 0.01 > floor 0.02
-    movers = text.split("samples that moved most")[1]
-    assert movers.index("q1") < movers.index("q3") < movers.index("q2")
-    assert "q0" not in movers  # unchanged samples are not listed
+@pytest.mark.parametrize("key", ["ras", "r_c", "r_w", "acc_corrupt", "mixed_cell_rate"])
+def test_paired_bootstrap_equals_the_slow_per_replicate_reference(key):
+    base = _grid()
+    cur = GridEvidence(
+        base.ids, base.answers, base.n_options, base.conditions,
+        base.logits * np.r_[1.0, 1.3, 1.6, 0.7, 0.5][None, :, None],
+    )  # fmt: skip
+    counts = np.zeros((60, 40))
+    for b, rows in enumerate(bootstrap_indices(40, 60, 0)):
+        np.add.at(counts[b], rows, 1)
+    fast = float(replicate_se(cur.replicates(counts)[key] - base.replicates(counts)[key]))
+    assert fast == pytest.approx(_slow_paired_se(base, cur, key, 60), rel=1e-9, abs=1e-12)
 
 
-def test_improvement_is_reported_not_failed():
-    base = _payload(0.10, [0.1, 0.1])
-    cur = _payload(0.50, [0.5, 0.5])
-    assert [o.status for o in compare(base, cur)] == ["improved"]
-    assert "improved (not a failure)" in report(base, cur)[0]
+def test_identical_runs_pass_with_zero_paired_se_and_mdr_from_the_benign_reference():
+    base = _payload(_grid(), names=["ras"])
+    verdict = check(base, base, z_for=Z3)
+    assert {o.status for o in verdict.outcomes} == {"pass"}
+    (o,) = verdict.outcomes
+    assert o.se_diff == 0.0 and o.tolerance == o.rule.floor
+    assert o.se_null > 0 and o.mdr == pytest.approx(max(o.rule.floor, 3.0 * o.se_null))
 
 
-def test_missing_figure_fails():
-    base = _payload(0.1, [0.1])
-    cur = Payload("fog-3", "tiny", "testbed", 1, {}, base.rules)
-    assert compare(base, cur)[0].status == "fail"
+def test_paired_test_sees_a_shift_the_unpaired_tolerance_cannot():
+    """Every corrupted pair loses the same small amount of confidence in its right answer: the
+    samples move together, so the paired SE is tiny while each side's own SE is large."""
+    base_ev = _grid(n=60, seed=2)
+    logits = base_ev.logits.copy()
+    rows = np.arange(60)
+    logits[rows, 1:, base_ev.answers] -= 0.35  # corrupted conditions only
+    cur_ev = GridEvidence(base_ev.ids, base_ev.answers, base_ev.n_options, base_ev.conditions,
+                          logits)  # fmt: skip
+    base, cur = _payload(base_ev, names=["ras"]), _payload(cur_ev, names=["ras"])
+    (o,) = check(base, cur, z_for=Z3).outcomes
+    unpaired = 3.0 * math.hypot(base.figures["ras"].se, cur.figures["ras"].se)
+    assert o.worse_by > o.tolerance and o.status == "fail"
+    assert o.worse_by < unpaired  # the old independent-sides tolerance would have passed it
+    assert o.movers and all(c < b for _, b, c in o.movers)
+    text = "\n".join(describe(o, cur))
+    for needed in ("gate FAIL: ras", "baseline", "tolerance", "paired SE", "minimal detectable"):
+        assert needed in text
+
+
+def test_moving_the_better_way_is_improved_never_fail():
+    base_ev = _grid(n=60, seed=3)
+    logits = base_ev.logits.copy()
+    logits[np.arange(60), 1:, base_ev.answers] += 1.0
+    cur_ev = GridEvidence(base_ev.ids, base_ev.answers, base_ev.n_options, base_ev.conditions,
+                          logits)  # fmt: skip
+    statuses = {o.spec.name: o.status for o in check(
+        _payload(base_ev, "family"), _payload(cur_ev, "family"), z_for=Z3).outcomes}  # fmt: skip
+    assert statuses["accuracy"] == "improved" and "fail" not in statuses.values()
+
+
+def test_a_subset_run_is_checked_on_the_cells_both_sides_have():
+    full = _payload(_grid(), names=["ras"])
+    sub = _payload(_grid().restrict(["fog-1", "fog-2"]), names=["ras"])
+    (o,) = check(full, sub, z_for=Z3).outcomes
+    assert o.status == "pass" and "2 cells both sides have" in o.reason
+    assert o.baseline == pytest.approx(sub.figures["ras"].value)
+
+
+def test_different_samples_are_unchecked_with_the_reason():
+    a, b = _payload(_grid(n=40), names=["ras"]), _payload(_grid(n=41), names=["ras"])
+    (o,) = check(a, b, z_for=Z3).outcomes
+    assert o.status == "unchecked" and "different samples" in o.reason
+    (o,) = check(a, a.with_evidence(None), z_for=Z3).outcomes  # type: ignore[arg-type]
+    assert o.status == "unchecked" and "no per-sample evidence" in o.reason
+
+
+def test_undefined_baseline_is_unchecked_and_newly_undefined_current_fails():
+    ev = _grid()
+    everyone_right = GridEvidence(ev.ids, ev.answers, ev.n_options, ev.conditions, ev.logits.copy())
+    everyone_right.logits[np.arange(40), 0, ev.answers] += 50  # clean always right: no R_w
+    (o,) = check(_payload(everyone_right, names=["r_w"]), _payload(ev, names=["r_w"]),
+                 z_for=Z3).outcomes  # fmt: skip
+    assert o.status == "unchecked" and "undefined on the baseline" in o.reason
+    (o,) = check(_payload(ev, names=["r_w"]), _payload(everyone_right, names=["r_w"]),
+                 z_for=Z3).outcomes  # fmt: skip
+    assert o.status == "fail" and "became undefined" in o.reason
+
+
+def test_a_gate_that_cannot_fail_says_so_and_how_many_samples_it_needs():
+    ev = _grid(n=12)
+    (o,) = check(_payload(ev, names=["mixed_cell_rate"]), _payload(ev, names=["mixed_cell_rate"]),
+                 z_for=lambda lv: 50.0).outcomes  # fmt: skip
+    assert o.powerless and "cannot fail on this dataset" in o.powerless
+    assert "more samples needed" in o.powerless
+    (o,) = check(_payload(ev, names=["ras"]), _payload(ev, names=["ras"]), z_for=Z3,
+                 rules=[GateRule("ras", "higher", 5.0)]).outcomes  # fmt: skip
+    assert o.powerless and "floor 5 exceeds" in o.powerless
+
+
+def test_rule_z_overrides_the_budget():
+    base_ev = _grid(n=60, seed=2)
+    p = _payload(base_ev, names=["ras"])
+    (o,) = check(p, p, z_for=Z3, rules=[GateRule("ras", "higher", 0.0, 7.0)]).outcomes
+    assert o.z == 7.0 and o.mdr == pytest.approx(7.0 * o.se_null)
+
+
+# -- VSI evidence ------------------------------------------------------------------------------
+def _vsi(n=300, seed=0, ignore=0.0):
+    rng = np.random.default_rng(seed)
+    vsi = rng.lognormal(-2.0, 1.5, size=n)
+    changed = rng.random(n) < np.where(vsi > 0.05, 0.6, 0.3)
+    probe = rng.choice([0.0, 0.5, 1.0], size=n, p=[0.1, 0.2, 0.7])
+    if ignore:  # the LLM stops reacting on a share of samples, the tower still sees the blur
+        hit = rng.random(n) < ignore
+        vsi = np.where(hit, vsi * 1e-3, vsi)
+        changed = np.where(hit, False, changed)
+    return VSIEvidence([f"v{i}" for i in range(n)], vsi, changed, probe)
+
+
+def test_vsi_gates_catch_a_vision_ignoring_llm():
+    base = _payload(_vsi(), level="vsi")
+    worse = _payload(_vsi(ignore=0.5), level="vsi")
+    statuses = {o.spec.name: o.status for o in check(base, worse, z_for=Z3).outcomes}
+    assert statuses == {"insensitive_fraction": "fail", "gap": "fail"}
+    assert {o.status for o in check(base, base, z_for=Z3).outcomes} == {"pass"}
+
+
+def test_vsi_replicates_equal_the_definition():
+    ev = _vsi(n=50)
+    rows = bootstrap_indices(50, 2, 4)[0]
+    counts = np.bincount(rows, minlength=50)[None].astype(float)
+    rep = ev.replicates(counts)
+    low = ev.vsi[rows] < spec.VSI_INSENSITIVE
+    assert rep["insensitive_fraction"][0] == pytest.approx(low.mean())
+    terms = (ev.probe_correct - ev.changed)[rows][low]
+    assert rep["gap"][0] == pytest.approx(terms.mean())
+
+
+# -- payloads ---------------------------------------------------------------------------------
+def test_grid_payloads_cover_cells_families_and_model_figures():
+    out = grid_payloads(_grid(), model="m", dataset="d", info={}, seed=0, z_for=Z3)
+    assert set(out) == {
+        "cell:fog-1", "cell:fog-2", "cell:gaussian_noise-1", "cell:gaussian_noise-2",
+        "family:weather", "family:noise",
+        *(f"model:{f.name}" for f in figures("model", gated_only=True)),
+    }  # fmt: skip
+    noise = out["family:noise"]
+    g = compute_grid(
+        _grid().logits[:, 0], _grid().logits[:, 3:5].reshape(40, 1, 2, 4), _grid().answers
+    )
+    assert noise.figures["ras"].value == pytest.approx(g.ras_mean)
+    assert noise.figures["accuracy"].mdr >= 0.02  # the family accuracy floor
+
+
+def test_payload_json_roundtrip_names_the_sidecar():
+    p = _payload(_grid(), "family")
+    text = p.to_json(evidence_file="arrays/x.npz")
+    back = Payload.from_json(text)
+    assert back.evidence_digest == p.evidence.digest and back.evidence_file == "arrays/x.npz"
+    assert back.figures.keys() == p.figures.keys() and back.rules == tuple(p.rules)
+    with pytest.raises(ValueError, match="format 1, this benchc reads format 2"):
+        Payload.from_json('{"benchc_snapshot": 1}')

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from benchc.gates import Figure, Payload, parse_rule
+from benchc.gates import Figure, GridEvidence, Payload, parse_rule, sidecar
+from benchc.gates.evidence import EvidenceError
 from benchc.gates.snapshot import (
     ThresholdExtension,
     case_name,
@@ -16,17 +18,36 @@ from benchc.gates.snapshot import (
 )
 
 
-def _payload(value: float) -> Payload:
+def _evidence(shift: float, n: int = 20) -> GridEvidence:
+    """``n`` samples, all right when clean; ``shift`` moves the right answer's fog-3 logit."""
+    answers = np.arange(n) % 2
+    clean = np.zeros((n, 4), np.float32)
+    clean[np.arange(n), answers] = 3.0
+    fog = clean.copy()
+    fog[np.arange(n), answers] += shift
+    return GridEvidence.from_conditions(
+        [f"s{i}" for i in range(n)], answers, np.full(n, 4), clean, {"fog-3": fog}
+    )
+
+
+def _payload(shift: float) -> Payload:
+    ev = _evidence(shift)
     return Payload(
         scope="fog-3",
+        level="cell",
         model="tiny-vlm",
         dataset="testbed",
-        n=2,
-        figures={"ras": Figure(value, 0.0, "ras")},
-        rules=[parse_rule("ras:higher:floor=0.05:z=3")],
-        ids=("a", "b"),
-        per_sample={"ras": [value, value]},
+        n=20,
+        figures={"ras": Figure(ev.figures()["ras"])},
+        rules=(parse_rule("ras:higher:floor=0.05"),),
+        evidence=ev,
     )
+
+
+def _recorded(root: Path, payload: Payload) -> str:
+    """What ``--snapshot-update`` leaves: the sidecar in ``arrays/`` and the JSON text."""
+    sidecar.save(root / "m", payload.evidence)
+    return extension_for(root, "m", update=True)().serialize(payload)
 
 
 def test_case_names_keep_the_test_name():
@@ -61,25 +82,55 @@ def test_extension_binds_root_slug_and_mode(tmp_path):
     assert ext.update is False and extension_for(tmp_path, "x", update=True).update is True
 
 
-def test_comparator_is_one_sided_with_tolerance():
-    ext = extension_for("t", "m", update=False)()
-    base = _payload(0.30).to_json()
-    assert ext.matches(serialized_data=_payload(0.27).to_json(), snapshot_data=base)
-    assert ext.matches(serialized_data=_payload(0.90).to_json(), snapshot_data=base)
-    assert not ext.matches(serialized_data=_payload(0.20).to_json(), snapshot_data=base)
-    text = "\n".join(ext.diff_lines(_payload(0.20).to_json(), base))
-    assert "gate FAIL: ras in fog-3" in text and "tolerance 0.0500" in text
+def test_comparator_is_the_paired_check(tmp_path):
+    ext = extension_for(tmp_path, "m", update=False)()
+    base = _recorded(tmp_path, _payload(0.0))
+    assert ext.matches(serialized_data=ext.serialize(_payload(-0.01)), snapshot_data=base)
+    assert ext.matches(serialized_data=ext.serialize(_payload(2.0)), snapshot_data=base)
+    worse = ext.serialize(_payload(-3.0))
+    assert not ext.matches(serialized_data=worse, snapshot_data=base)
+    text = "\n".join(ext.diff_lines(worse, base))
+    assert "gate FAIL: ras (RAS) in fog-3" in text and "floor 0.05" in text
 
 
-def test_update_mode_records_any_change():
-    ext = extension_for("t", "m", update=True)()
-    base = _payload(0.30).to_json()
+def test_a_damaged_or_missing_sidecar_is_a_clear_error(tmp_path):
+    base = _recorded(tmp_path, _payload(0.0))
+    (path,) = (tmp_path / "m" / "arrays").glob("*.npz")
+    ok = Payload.from_json(base)
+    assert sidecar.load(tmp_path / "m", ok.evidence_file, ok.evidence_digest, where="x").ids
+    other = _evidence(1.0)
+    from benchc.results.store import atomic_save_npz
+
+    atomic_save_npz(path, other.arrays())  # valid file, wrong content
+    with pytest.raises(EvidenceError, match="does not hold the recorded arrays"):
+        sidecar.load(tmp_path / "m", ok.evidence_file, ok.evidence_digest, where="x")
+    path.write_bytes(b"not a zip")
+    with pytest.raises(EvidenceError, match="unreadable"):
+        sidecar.load(tmp_path / "m", ok.evidence_file, ok.evidence_digest, where="x")
+    path.unlink()
+    with pytest.raises(EvidenceError, match="missing"):
+        sidecar.load(tmp_path / "m", ok.evidence_file, ok.evidence_digest, where="x")
+    ext = extension_for(tmp_path, "m", update=False)()
+    assert not ext.matches(serialized_data=ext.serialize(_payload(0.0)), snapshot_data=base)
+
+
+def test_sweep_keeps_referenced_sidecars_only(tmp_path):
+    kept = sidecar.save(tmp_path, _evidence(0.0))
+    gone = sidecar.save(tmp_path, _evidence(1.0))
+    assert sidecar.save(tmp_path, _evidence(0.0)) == kept  # content-addressed: stored once
+    assert sidecar.sweep(tmp_path, [kept]) == [tmp_path / gone]
+    assert (tmp_path / kept).is_file()
+
+
+def test_update_mode_records_any_change(tmp_path):
+    ext = extension_for(tmp_path, "m", update=True)()
+    base = ext.serialize(_payload(0.0))
     assert ext.matches(serialized_data=base, snapshot_data=base)
-    assert not ext.matches(serialized_data=_payload(0.31).to_json(), snapshot_data=base)
+    assert not ext.matches(serialized_data=ext.serialize(_payload(0.5)), snapshot_data=base)
 
 
 def test_serializer_refuses_other_data():
     ext = extension_for("t", "m", update=False)()
     with pytest.raises(TypeError, match="benchc Payloads"):
         ext.serialize({"ras": 1})
-    assert ext.serialize(_payload(0.1)) == _payload(0.1).to_json()
+    assert '"evidence"' in ext.serialize(_payload(0.1))

@@ -129,9 +129,14 @@ def test_encoder_llm_gap_uses_the_low_vsi_subset_only():
     top_p = np.r_[np.zeros(27, int), np.ones(3, int), np.ones(10, int)]  # 3/30 change when low
     gap = encoder_llm_gap(vsi, clean, pert, top_c, top_p)
     assert gap.n == 30 and gap.change_rate == pytest.approx(0.1)
-    assert gap.gap == pytest.approx(gap.probe.accuracy - 0.1)
+    # the probe is fitted over all 40 images and read on the 30 low-VSI ones
+    assert gap.probe_accuracy == pytest.approx(gap.probe.correct[:30].mean())
+    assert gap.gap == pytest.approx(gap.probe_accuracy - 0.1)
     small = encoder_llm_gap(np.r_[np.full(3, 0.0), np.ones(37)], clean, pert, top_c, top_p)
-    assert small.probe is None and np.isnan(small.gap)
+    assert small.n == 3 and small.probe is not None
+    assert small.gap == pytest.approx(small.probe.correct[:3].mean())
+    none_low = encoder_llm_gap(np.ones(40), clean, pert, top_c, top_p)
+    assert none_low.n == 0 and np.isnan(none_low.gap)
 
 
 def test_repeated_images_share_a_fold_so_the_probe_cannot_recall_them():
@@ -164,25 +169,13 @@ def test_gap_counts_distinct_images_for_its_folds():
     assert few.probe is None and np.isnan(few.gap)
 
 
-def test_gap_bootstrap_se_is_seeded_memoised_and_tracks_the_data(monkeypatch):
-    import benchc.suite.vsi as suite_vsi
-
+def test_probe_per_image_correctness_pools_into_its_accuracy():
     rng = np.random.default_rng(5)
-    clean, pert = _views(rng, 30, 6, 1.0)
-    vsi = np.full(30, 0.01)
-    top_c, top_p = np.zeros(30, int), (rng.random(30) < 0.3).astype(int)
-    arrays = [clean, pert, top_c, top_p]
-    se = suite_vsi.gap_bootstrap_se(vsi, arrays, seed=0, n_boot=40)
-    assert 0 < se < 0.5
-    calls = []
-    monkeypatch.setattr(suite_vsi, "bootstrap_se", lambda *a, **k: calls.append(1) or 9.0)
-    assert suite_vsi.gap_bootstrap_se(vsi, arrays, seed=0, n_boot=40) == se  # memoised
-    assert not calls
-    assert suite_vsi.gap_bootstrap_se(vsi, arrays, seed=1, n_boot=40) == 9.0  # new seed: new SE
-    top_p2 = top_p.copy()
-    top_p2[0] ^= 1
-    assert suite_vsi.gap_bootstrap_se(vsi, [clean, pert, top_c, top_p2], seed=0, n_boot=40) == 9.0
-    assert len(calls) == 2
+    clean, pert = _views(rng, 30, 6, 2.0)
+    probe = probe_accuracy(clean, pert)
+    assert probe.correct.shape == (30,)
+    assert set(np.unique(probe.correct)) <= {0.0, 0.5, 1.0}
+    assert probe.accuracy == pytest.approx(probe.correct.mean())
 
 
 def test_chunked_vsi_equals_unchunked_and_names_the_global_row():
