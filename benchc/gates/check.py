@@ -21,6 +21,7 @@ For each rule of the case:
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,6 +116,26 @@ class Verdict:
         return any(o.status == "fail" for o in self.outcomes)
 
 
+#: (digest, n_boot, seed, benign) -> (figures, replicates): evidence is immutable and named by
+#: its content, so a baseline checked by many cases (model-level figures, a power benchmark) is
+#: measured once.
+_MEMO: OrderedDict[tuple, tuple[dict, dict]] = OrderedDict()
+_MEMO_SIZE = 32
+
+
+def _measured(ev: Evidence, n_boot: int, seed: int, *, benign: bool = False):
+    key = (ev.digest, n_boot, seed, benign)
+    if key in _MEMO:
+        _MEMO.move_to_end(key)
+        return _MEMO[key]
+    src = ev.benign(seed) if benign else ev
+    out = (src.figures(), src.replicates(resample_counts(len(ev.ids), n_boot, seed)))
+    _MEMO[key] = out
+    if len(_MEMO) > _MEMO_SIZE:
+        _MEMO.popitem(last=False)
+    return out
+
+
 def _intersect(base: Evidence, cur: Evidence) -> tuple[Evidence, Evidence, str | None]:
     """Both grids on the cells they share (a subset run is checked on its cells)."""
     if not isinstance(base, GridEvidence) or not isinstance(cur, GridEvidence):
@@ -151,7 +172,7 @@ def _powerless(spec: FigureSpec, rule: GateRule, base: float, mdr: float, zse: f
     if rule.floor >= room:
         return (
             f"this gate cannot fail on this dataset: its floor {rule.floor:g} exceeds the "
-            f"{room:.4g} the figure can still fall"
+            f"{room:.4g} the figure can still move in its worse direction"
         )
     needed = math.ceil(n * (zse / room) ** 2) - n if zse > 0 else 0
     return (
@@ -191,10 +212,9 @@ def check(
     except EvidenceError as exc:
         return unchecked(f"not comparable: {exc}")
     n = len(base_ev.ids)
-    counts = resample_counts(n, n_boot, seed)
-    fb, fc = base_ev.figures(), cur_ev.figures()
-    rb, rc = base_ev.replicates(counts), cur_ev.replicates(counts)
-    rn = base_ev.benign(seed).replicates(counts)
+    fb, rb = _measured(base_ev, n_boot, seed)
+    fc, rc = _measured(cur_ev, n_boot, seed)
+    _, rn = _measured(base_ev, n_boot, seed, benign=True)
     outcomes = []
     for rule, spec in specs:
         b, c = fb[spec.key], fc[spec.key]
@@ -248,8 +268,8 @@ def describe(outcome: Outcome, current: Payload) -> list[str]:
     the samples that contributed most."""
     o, r, s = outcome, outcome.rule, outcome.spec
     lines = [
-        f"gate {o.status.upper()}: {s.name} ({s.label}) in {o.scope} "
-        f"(model {current.model}, dataset {current.dataset}, n={o.n})",
+        f"gate {o.status.upper()}: {s.name} in {o.scope} ({s.label}; "
+        f"model {current.model}, dataset {current.dataset}, n={o.n})",
     ]
     if o.reason and o.status != "fail":
         lines.append(f"  {o.reason}")

@@ -90,7 +90,7 @@ def test_comparator_is_the_paired_check(tmp_path):
     worse = ext.serialize(_payload(-3.0))
     assert not ext.matches(serialized_data=worse, snapshot_data=base)
     text = "\n".join(ext.diff_lines(worse, base))
-    assert "gate FAIL: ras (RAS) in fog-3" in text and "floor 0.05" in text
+    assert "gate FAIL: ras in fog-3" in text and "floor 0.05" in text
 
 
 def test_a_damaged_or_missing_sidecar_is_a_clear_error(tmp_path):

@@ -120,7 +120,8 @@ def _stored(results: Path) -> dict[str, dict[str, np.ndarray]]:
 
 def test_default_run_passes_on_the_committed_snapshot(project):
     """The embedded model and testbed against ``thresholds/tiny-vlm`` as committed (read only),
-    on one cell plus the VSI gates to stay fast; the full default run is ``pytest`` itself."""
+    on one cell to stay fast: its family and model-level gates are checked on the one cell both
+    sides have (the full default run is ``pytest`` itself, VSI gates included)."""
     result = project.runpytest_inprocess(
         "suite",
         f"--thresholds-dir={REPO / 'thresholds'}",
@@ -128,9 +129,10 @@ def test_default_run_passes_on_the_committed_snapshot(project):
         "--corruptions=fog",
         "--severities=3",
         "-k",
-        "test_cell or test_vsi",
+        "not test_vsi",
     )
-    result.assert_outcomes(passed=1 + 2)
+    result.assert_outcomes(passed=1 + 1 + 6)
+    assert "gates: 12 pass" in result.stdout.str()
 
 
 def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache):
@@ -143,24 +145,26 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
     out = result.stdout.str()
     assert "no threshold snapshot for model 'tiny-vlm' case fog-2" in out
     assert "--snapshot-update" in out
-    result.assert_outcomes(failed=2 + 4 + 2)
+    result.assert_outcomes(failed=2 + 2 + 6 + 2)
 
     # 2. Record: figures, SEs and rules land in thresholds/tiny-vlm/.
     result = project.runpytest_inprocess(*args, "--snapshot-update")
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=12)
     recorded = _snapshots(root)
     assert {"test_cell-fog-2.json", "test_model-mixed_cell_rate.json", "test_vsi-gap.json"} <= set(
         recorded
     )
-    assert (
-        b'"rules"' in recorded["test_cell-fog-2.json"]
-        and b'"se"' in recorded["test_cell-fog-2.json"]
-    )
+    assert b'"rules"' in recorded["test_cell-fog-2.json"]
+    assert b'"mdr"' in recorded["test_cell-fog-2.json"]
+    assert b'"evidence"' in recorded["test_family-weather.json"]
+    folder = root / "thresholds" / "tiny-vlm"
+    refs = {json.loads(text)["evidence"]["file"] for text in recorded.values()}
+    assert {f"arrays/{p.name}" for p in (folder / "arrays").glob("*.npz")} == refs
 
     # 3. The same model passes, and --report writes the page and its JSON, baseline overlaid.
     report = root / "report"
     result = project.runpytest_inprocess(*args, f"--report={report}")
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=12)
     assert 0 < (report / "report.html").stat().st_size < 5_000_000
     doc = json.loads((report / "report.json").read_text())
     assert [s["kind"] for s in doc["series"]] == ["run", "baseline"]
@@ -176,7 +180,7 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
     result = project.runpytest_inprocess(
         *_args(model_dir, small_dataset, corruption_cache, root, "fresh"), "--snapshot-update"
     )
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=12)
     assert _snapshots(root) == recorded
 
     # 5. Per-sample drill-down: one case per cell x sample, checked against the cell snapshot.
@@ -221,7 +225,7 @@ def test_degraded_model_fails_then_update_passes(
 ):
     root = project.path
     args = _args(model_dir, medium_dataset, corruption_cache, root)
-    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=8)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=12)
     degraded = [*args, "--benchc-degrade=damp=0.05,sharpen=4"]
 
     result = project.runpytest_inprocess(*degraded)
@@ -231,8 +235,8 @@ def test_degraded_model_fails_then_update_passes(
     for needed in ("baseline", "current", "tolerance", "samples that moved most"):
         assert needed in out
 
-    project.runpytest_inprocess(*degraded, "--snapshot-update").assert_outcomes(passed=8)
-    project.runpytest_inprocess(*degraded).assert_outcomes(passed=8)
+    project.runpytest_inprocess(*degraded, "--snapshot-update").assert_outcomes(passed=12)
+    project.runpytest_inprocess(*degraded).assert_outcomes(passed=12)
     # Back to the original model against the degraded baseline: its accuracy gain is reported,
     # never failed. Its consistency is lower (a washed-out model gives the same answer whatever
     # the corruption), and that structural change is what the consistency/RAS gates flag.
@@ -240,7 +244,7 @@ def test_degraded_model_fails_then_update_passes(
     out = result.stdout.str()
     assert "improved beyond tolerance" in out
     assert "gate FAIL: accuracy" not in out
-    assert "gate FAIL: consistency in fog-2" in out
+    assert "gate FAIL: ras in fog-2" in out and "gate FAIL: consistency in model" in out
 
 
 @pytest.mark.slow  # three fresh interpreters load torch and the model: ~15 s on a quiet 2-core box
@@ -276,7 +280,7 @@ def test_killed_xdist_run_resumes_to_the_serial_figures(
     assert 2 <= len([p for p in before if "-" in p.stem]) < 12
 
     record = [*args, "--snapshot-update"]
-    project.runpytest_inprocess(*record).assert_outcomes(passed=12 + 4 + 2)
+    project.runpytest_inprocess(*record).assert_outcomes(passed=12 + 1 + 6 + 2)
     for path, mtime in before.items():  # finished conditions were reused, not recomputed
         assert path.stat().st_mtime_ns == mtime, path.name
 
@@ -286,7 +290,7 @@ def test_killed_xdist_run_resumes_to_the_serial_figures(
         )
         for a in record
     ]
-    project.runpytest_inprocess(*reference).assert_outcomes(passed=12 + 4 + 2)
+    project.runpytest_inprocess(*reference).assert_outcomes(passed=12 + 1 + 6 + 2)
     resumed, uninterrupted = _stored(results), _stored(root / "reference")
     assert resumed.keys() == uninterrupted.keys()
     for name, arrays in uninterrupted.items():
@@ -296,3 +300,40 @@ def test_killed_xdist_run_resumes_to_the_serial_figures(
         p.name: p.read_bytes() for p in (root / "reference-thresholds").glob("*/*.json")
     }
     assert _snapshots(root) == ref_snapshots
+
+
+def test_subset_rerecord_never_overwrites_full_grid_snapshots(
+    project, model_dir, small_dataset, corruption_cache
+):
+    """``--snapshot-update`` on a subset rewrites only the subset's cells; the model-level and
+    family snapshots of the larger grid are kept (with a KEPT line), and every later run, full
+    or subset, still checks them: none is skipped."""
+    root = project.path
+    args = _args(model_dir, small_dataset, corruption_cache, root)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=12)
+    full = _snapshots(root)
+
+    subset = [*args, "--corruptions=fog"]
+    result = project.runpytest_inprocess(*subset, "--snapshot-update")
+    result.assert_outcomes(passed=1 + 1 + 6 + 2)
+    assert "KEPT test_model[ras]: recorded over 2 cells, this run selects 1" in result.stdout.str()
+    assert _snapshots(root) == full
+
+    project.runpytest_inprocess(*args).assert_outcomes(passed=12)
+    result = project.runpytest_inprocess(*subset)
+    result.assert_outcomes(passed=1 + 1 + 6 + 2)  # model-level gates checked on the shared cell
+    assert "gates: 22 pass" in result.stdout.str()
+
+
+def test_a_damaged_sidecar_fails_its_gate_with_the_rerecord_command(
+    project, model_dir, small_dataset, corruption_cache
+):
+    root = project.path
+    args = [*_args(model_dir, small_dataset, corruption_cache, root), "-k", "test_cell"]
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=2)
+    for path in (root / "thresholds" / "tiny-vlm" / "arrays").glob("*.npz"):
+        path.write_bytes(b"damaged")
+    result = project.runpytest_inprocess(*args)
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "is unusable" in out and "unreadable" in out and "--snapshot-update" in out

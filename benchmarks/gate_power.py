@@ -1,0 +1,189 @@
+"""Gate power: how often the real gates fail for benign changes and catch structural mutants.
+
+Runs the embedded tiny model and its zoo (``benchc.suite.degrade``) through the gates that a
+default ``pytest`` runs (cells, families, model level, VSI), on ``--resamples`` bootstrap
+resamples of the embedded testbed and VSI set (sample ids drawn with replacement and relabelled;
+the baseline is recorded per resample from the reference model's outputs on that resample):
+
+* benign variants, each a real model run: bfloat16, another batch size, 1e-3 relative weight
+  noise. Reported: the share of resamples in which *any* gate fails (the false-alarm rate; the
+  run's budget is 1 %).
+* structural mutants, at several strengths: the vision-ignoring model (a projector hook, a real
+  model run) and the output mutants (over-/under-confidence under corruption, confident when
+  wrong, one family's fragility, a VSI-level vision-ignoring mutant), applied on top of the
+  noisiest benign run so that detection is measured through realistic kernel noise. Reported:
+  the share detected, the largest accuracy change they cause, and which gates caught them.
+
+The reference measured in the same run is the reference model itself (fp32, its default batch
+size): its own check against itself must pass in every resample. Model outputs are stored under
+``--results-dir`` and reused on a rerun.
+
+    python benchmarks/gate_power.py                       # the README table (~15 min, 2 cores)
+    python benchmarks/gate_power.py --resamples 3 --corruptions fog --quick   # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from benchc.gates import ErrorBudget, Payload, check, default_rules, figures
+from benchc.gates.evidence import Evidence, GridEvidence
+from benchc.suite import degrade as zoo
+from benchc.suite.cases import grid_evidence
+from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig, parse_corruptions
+from benchc.suite.figures import family_cells
+from benchc.suite.run import SuiteRun, default_corruption_workers
+from benchc.suite.session import open_backend, open_dataset
+from benchc.suite.vsi import vsi_evidence
+
+
+@dataclass
+class Outputs:
+    """One model variant's evidence on the testbed grid and on the VSI set."""
+
+    grid: GridEvidence
+    vsi: Evidence
+
+
+def run_variant(cfg: SuiteConfig, *, batch_size=None, dtype=None, hook=None) -> Outputs:
+    """The real model under ``cfg`` with one variant's settings, through the results store."""
+    vcfg = replace(cfg, batch_size=batch_size, dtype=dtype)
+    backend = open_backend(vcfg)
+    if hook is not None:
+        backend = hook(backend)
+    workers = default_corruption_workers(None)
+    grid_run = SuiteRun(vcfg, open_dataset(vcfg), backend, corruption_workers=workers)
+    grid = grid_evidence(grid_run, vcfg.conditions)
+    vsi_cfg = replace(vcfg, dataset=cfg.resolved_vsi_dataset())
+    vsi_run = SuiteRun(vsi_cfg, open_dataset(vsi_cfg), backend, corruption_workers=workers)
+    return Outputs(grid, vsi_evidence(vsi_run.vsi(), vsi_run.ids))
+
+
+def cases(out: Outputs) -> dict[str, tuple[str, str, Evidence]]:
+    """(level, scope, evidence) of every case the default suite runs."""
+    ev = out.grid
+    res = {f"cell:{k}": ("cell", k, ev.restrict([k])) for k in ev.conditions}
+    for fam, cells in family_cells(ev.conditions).items():
+        res[f"family:{fam}"] = ("family", fam, ev.restrict(cells))
+    res["model"] = ("model", "model", ev)
+    res["vsi"] = ("vsi", "vsi", out.vsi)
+    return res
+
+
+def budget_for(out: Outputs, alpha: float) -> ErrorBudget:
+    counts: Counter = Counter()
+    for level, _, _ in cases(out).values():
+        counts[level] += len(figures(level, gated_only=True))
+    return ErrorBudget(alpha, dict(counts))
+
+
+def failing_gates(base: Outputs, cur: Outputs, budget: ErrorBudget) -> list[str]:
+    """Every failing gate, as ``level:figure`` (cells pooled, so the table stays readable)."""
+    failed = []
+    cur_cases = cases(cur)
+    for name, (level, scope, ev) in cases(base).items():
+        b = Payload(scope, level, "m", "d", len(ev.ids), {}, default_rules(level), {}, ev)
+        c = Payload(scope, level, "m", "d", len(ev.ids), {}, b.rules, {}, cur_cases[name][2])
+        for o in check(b, c, z_for=budget.z).by_status("fail"):
+            failed.append(f"{level}:{o.spec.name}" if level == "cell" else f"{name}:{o.spec.name}")
+    return failed
+
+
+def resample(out: Outputs, grid_rows: np.ndarray, vsi_rows: np.ndarray) -> Outputs:
+    def relabel(ev: Evidence, rows: np.ndarray) -> Evidence:
+        return ev.take(rows, ids=[f"{ev.ids[i]}#{k}" for k, i in enumerate(rows)])
+
+    return Outputs(relabel(out.grid, grid_rows), relabel(out.vsi, vsi_rows))  # type: ignore[arg-type]
+
+
+def logit_rms(a: Outputs, b: Outputs) -> float:
+    d = (a.grid.logits - b.grid.logits).astype(np.float64)
+    return float(np.sqrt(np.nanmean(d**2)))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--resamples", type=int, default=20)
+    ap.add_argument("--corruptions", default=None, help="subset of the grid (default: all 19)")
+    ap.add_argument("--budget", type=float, default=0.01)
+    ap.add_argument("--results-dir", type=Path, default=Path(".benchc/gate-power"))
+    ap.add_argument("--quick", action="store_true", help="one strength per mutant (smoke run)")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+
+    cfg = SuiteConfig(
+        model=DEFAULT_MODEL,
+        dataset=DEFAULT_DATASET,
+        corruptions=parse_corruptions(args.corruptions),
+        results_dir=args.results_dir,
+    )
+    t0 = time.perf_counter()
+    ref = run_variant(cfg)
+    benign = {
+        "bfloat16": run_variant(cfg, dtype="bfloat16"),
+        "batch size 1": run_variant(cfg, batch_size=1),
+        "weight noise 1e-3": run_variant(cfg, hook=lambda b: zoo.weight_noise(b, 1e-3, seed=1)),
+    }
+    strengths = (0.1, 0.0) if not args.quick else (0.0,)
+    hooked = {s: run_variant(cfg, hook=lambda b, s=s: zoo.vision_ignoring(b, s)) for s in strengths}
+    t_models = time.perf_counter() - t0
+    carrier_name = max(benign, key=lambda k: logit_rms(ref, benign[k]))
+    carrier = benign[carrier_name]
+
+    variants: list[tuple[str, str, str, Outputs]] = [("reference (itself)", "benign", "-", ref)]
+    variants += [(name, "benign", "-", out) for name, out in benign.items()]
+    for s, out in hooked.items():
+        variants.append(("vision-ignoring LLM (projector x s)", "mutant", f"{s:g}", out))
+    for m in zoo.GRID_MUTANTS:
+        for s in m.strengths if not args.quick else (m.meaningful,):
+            out = Outputs(m.fn(carrier.grid, s), carrier.vsi)
+            variants.append((m.name, "mutant", f"{s:g}", out))
+    for m in zoo.VSI_MUTANTS:
+        for s in m.strengths if not args.quick else (m.meaningful,):
+            variants.append(
+                (m.name, "mutant", f"{s:g}", Outputs(carrier.grid, m.fn(carrier.vsi, s)))
+            )
+
+    budget = budget_for(ref, args.budget)
+    rng = np.random.default_rng(args.seed)
+    n, nv = len(ref.grid.ids), len(ref.vsi.ids)
+    rows = [(rng.integers(0, n, n), rng.integers(0, nv, nv)) for _ in range(args.resamples)]
+    t1 = time.perf_counter()
+    print(f"# gate power: {args.resamples} bootstrap resamples of the testbed ({n} samples, "
+          f"{len(ref.grid.conditions)} cells) and the VSI set ({nv} samples)")  # fmt: skip
+    print(f"# {budget.describe()}")
+    print(f"# output mutants are applied on top of the noisiest benign run ({carrier_name}, "
+          f"option-logit RMS change {logit_rms(ref, carrier):.4f} vs the reference)")  # fmt: skip
+    print()
+    print("| variant | kind | strength | runs failing any gate | accuracy change | "
+          "logit RMS | caught by (share of runs) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    acc0 = ref.grid.figures()["acc_corrupt"]
+    for name, kind, strength, out in variants:
+        hits: Counter = Counter()
+        n_fail = 0
+        for grid_rows, vsi_rows in rows:
+            failed = failing_gates(resample(ref, grid_rows, vsi_rows),
+                                   resample(out, grid_rows, vsi_rows), budget)  # fmt: skip
+            n_fail += bool(failed)
+            hits.update(set(failed))
+        top = ", ".join(f"{g} {c / len(rows):.0%}" for g, c in hits.most_common(4)) or "-"
+        d_acc = out.grid.figures()["acc_corrupt"] - acc0
+        print(f"| {name} | {kind} | {strength} | {n_fail}/{len(rows)} ({n_fail / len(rows):.0%}) "
+              f"| {d_acc:+.3f} | {logit_rms(ref, out):.4f} | {top} |", flush=True)  # fmt: skip
+    t2 = time.perf_counter()
+    print()
+    print(
+        f"# model runs {t_models:.0f} s, gate checks {t2 - t1:.0f} s "
+        f"({(t2 - t1) / (len(variants) * len(rows)):.2f} s per variant x resample)"
+    )
+
+
+if __name__ == "__main__":
+    main()
