@@ -329,6 +329,9 @@ def pytest_collection_modifyitems(
         _ = state.backend
         _check_model_inputs(state)
         _drop_skipped_sample_cases(config, items, state)
+        if any("benchc_vsi_figure" in getattr(getattr(i, "callspec", None), "params", {})
+               for i in items):  # fmt: skip
+            _ = state.vsi_run  # the VSI gates' dataset: its errors come before any case too
     except LoadError as exc:
         if _worker_id(config) is None:
             raise pytest.UsageError(f"benchc: {exc}") from None
@@ -384,6 +387,8 @@ def _case_facts(item: pytest.Item) -> dict[str, object]:
             facts.update(
                 corruption=corruption, family=spec.FAMILY_OF[corruption], severity=severity
             )
+    if "benchc_family" in params:
+        facts["family"] = params["benchc_family"]
     for key in ("benchc_model_figure", "benchc_vsi_figure"):
         if key in params:
             facts["figure"] = params[key]

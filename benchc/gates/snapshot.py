@@ -17,7 +17,6 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from benchc.fsutil import slug as model_slug  # noqa: F401  (the one slug rule)
-
 from benchc.gates import sidecar
 from benchc.gates.budget import ErrorBudget
 from benchc.gates.check import check, describe

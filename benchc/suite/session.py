@@ -152,12 +152,20 @@ class SuiteSession:
             if vsi_cfg.dataset == self.cfg.dataset:
                 self._vsi_run = self.run
             else:
+                from benchc.suite.inputs import check_for_model
                 from benchc.suite.run import SuiteRun, default_corruption_workers
 
+                try:
+                    dataset = check_for_model(
+                        open_dataset(vsi_cfg), self.backend, lenient=self.cfg.lenient
+                    )
+                except ValueError as exc:
+                    raise LoadError(
+                        f"VSI dataset {vsi_cfg.dataset!r} cannot be used with this model: {exc}"
+                    ) from None
                 self._vsi_run = SuiteRun(
                     vsi_cfg,
-                    open_dataset(vsi_cfg),
-                    self.backend,
+                    dataset,
                     corruption_workers=default_corruption_workers(self.cfg.worker_id),
                 )
         return self._vsi_run
