@@ -393,7 +393,7 @@ def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) 
         "-p",
         "no:randomly",
     )
-    result.assert_outcomes(passed=1 + 4, skipped=2)
+    result.assert_outcomes(passed=1 + 1 + 6, skipped=2)  # cell, family, model; VSI n/a
     result.stdout.fnmatch_lines(
         ["*note: tiny over http://127.0.0.1:*: queries scored * by logprobs*"]
     )
