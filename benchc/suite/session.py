@@ -166,6 +166,7 @@ class SuiteSession:
                 self._vsi_run = SuiteRun(
                     vsi_cfg,
                     dataset,
+                    self.backend,
                     corruption_workers=default_corruption_workers(self.cfg.worker_id),
                 )
         return self._vsi_run
