@@ -103,6 +103,13 @@ class DegradedBackend(Backend):
     def white_box(self) -> bool:
         return self.inner.white_box
 
+    @property
+    def capabilities(self):  # type: ignore[override]
+        return self.inner.capabilities
+
+    def notes(self) -> list[str]:
+        return self.inner.notes()
+
 
 #: Attribute paths of the vision-to-language projector in transformers VLM families.
 PROJECTORS: tuple[str, ...] = (
