@@ -161,11 +161,11 @@ def main() -> None:
     print(f"# output mutants are applied on top of the noisiest benign run ({carrier_name}, "
           f"option-logit RMS change {logit_rms(ref, carrier):.4f} vs the reference)")  # fmt: skip
     print()
-    print("| variant | kind | strength | runs failing any gate | accuracy change | "
-          "logit RMS | caught by (share of runs) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+    print("| variant | kind | strength | runs failing any gate | aimed-at gate: runs it failed | "
+          "accuracy change | logit RMS | caught by (share of runs) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     acc0 = ref.grid.figures()["acc_corrupt"]
-    for name, kind, strength, out in variants:
+    for name, kind, strength, target, out in variants:
         hits: Counter = Counter()
         n_fail = 0
         for grid_rows, vsi_rows in rows:
@@ -175,8 +175,11 @@ def main() -> None:
             hits.update(set(failed))
         top = ", ".join(f"{g} {c / len(rows):.0%}" for g, c in hits.most_common(4)) or "-"
         d_acc = out.grid.figures()["acc_corrupt"] - acc0
-        print(f"| {name} | {kind} | {strength} | {n_fail}/{len(rows)} ({n_fail / len(rows):.0%}) "
-              f"| {d_acc:+.3f} | {logit_rms(ref, out):.4f} | {top} |", flush=True)  # fmt: skip
+        aimed = "-" if target == "-" else f"{target} {hits[target] / len(rows):.0%}"
+        share = f"{n_fail}/{len(rows)} ({n_fail / len(rows):.0%})"
+        rms = logit_rms(ref, out)
+        print(f"| {name} | {kind} | {strength} | {share} | {aimed} | {d_acc:+.3f} | {rms:.4f} "
+              f"| {top} |", flush=True)  # fmt: skip
     t2 = time.perf_counter()
     print()
     print(

@@ -234,16 +234,20 @@ class Mutant:
     strengths: tuple[float, ...]
     meaningful: float
     keeps_predictions: bool
+    #: The gate this mutant is aimed at (``level:figure``, family gates ``family:<name>:fig``).
+    target: str
 
 
 GRID_MUTANTS: tuple[Mutant, ...] = (
     Mutant("overconfident_under_corruption", overconfident_under_corruption, (0.25, 0.5, 1.0),
-           0.5, True),
+           0.5, True, "model:r_w"),
     Mutant("underconfident_under_corruption", underconfident_under_corruption, (0.25, 0.5, 1.0),
-           0.5, True),
-    Mutant("confident_when_wrong", confident_when_wrong, (0.25, 0.5, 1.0), 0.5, True),
-    Mutant("family_fragility", family_fragility, (0.5, 1.0, 2.0), 1.0, False),
+           0.5, True, "model:mixed_cell_rate"),
+    Mutant("confident_when_wrong", confident_when_wrong, (0.25, 0.5, 1.0), 0.5, True,
+           "model:ras"),
+    Mutant("family_fragility", family_fragility, (0.5, 1.0, 2.0), 1.0, False,
+           "family:blur:accuracy"),
 )  # fmt: skip
 VSI_MUTANTS: tuple[Mutant, ...] = (
-    Mutant("vision_ignoring_vsi", vision_ignoring_vsi, (0.1, 0.25, 0.5), 0.25, False),
+    Mutant("vision_ignoring_vsi", vision_ignoring_vsi, (0.1, 0.25, 0.5), 0.25, False, "vsi:gap"),
 )
