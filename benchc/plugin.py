@@ -632,3 +632,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(f"report: {Path(cfg.report) / 'report.html'}")
     for line in lines:
         terminalreporter.write_line(line)
+    if config.getoption("update_snapshots", False) and _session(config).started:
+        from benchc.suite.notes import baseline_warnings
+
+        for warning in baseline_warnings(_session(config).run):
+            terminalreporter.write_line(f"WARNING: recorded a baseline while {warning}", red=True)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# pytester's in-process runs unload every module first imported inside them, and a C extension
+# cannot be imported twice: the report's contour plots load contourpy, so load it out here.
+import contourpy  # noqa: F401
 import pytest
 
 SUITE = Path(__file__).resolve().parents[1] / "suite"

@@ -131,12 +131,15 @@ def test_heatmap_draws_the_cell_values(doc):
 
 
 def _snapshot(folder: Path, scope: str, figs: dict[str, float], **info) -> None:
+    """A format-2 snapshot JSON without evidence (what a reviewer could hand-write)."""
+    level, _, name = scope.rpartition(":")
     p = Payload(
-        scope=scope,
+        scope="model" if level == "model" else "vsi" if level == "vsi" else name,
+        level=level or "cell",  # type: ignore[arg-type]
         model="toy-vlm",
         dataset="toy",
         n=24,
-        figures={k: Figure(v, 0.01, None) for k, v in figs.items()},
+        figures={k: Figure(v, 0.01) for k, v in figs.items()},
         rules=[],
         info=info,
     )
@@ -282,39 +285,31 @@ def test_reader_partial_grid_and_errors(tmp_path, dataset):
     assert spec.CLEAN == "clean"
 
 
-def test_baseline_run_found_by_its_per_sample_values(tmp_path, dataset):
-    """The run a snapshot set was recorded from, still in the results store, gives the
-    baseline every figure; a run that does not reproduce the snapshots is never used."""
+def test_baseline_run_comes_from_the_snapshot_evidence(tmp_path, dataset):
+    """The per-sample evidence the paired gates recorded (the option logits of every
+    condition) gives the baseline every figure, per-pair ones included."""
+    from benchc.gates import GridEvidence, sidecar
+
     results = tmp_path / "results"
-    base_dir = make_run(results, dataset, seed=0)
+    base = read_run(make_run(results, dataset, seed=0))
     worse = make_run(results, dataset, seed=0, damp=1.0)
-    base = read_run(base_dir)
+    keys = [spec.condition_key(c, s) for c in base.grid.corruptions for s in base.severities]
+    cube = base.logits.reshape(len(base.ids), len(keys), -1)
+    ev = GridEvidence.from_conditions(
+        base.ids, base.answers, base.n_options, base.clean_logits,
+        {k: cube[:, i] for i, k in enumerate(keys)},
+    )  # fmt: skip
     folder = tmp_path / "thresholds" / "toy-vlm"
-    for i, c in enumerate(base.grid.corruptions):
-        for j, s in enumerate(base.severities):
-            key = spec.condition_key(c, s)
-            p = Payload(
-                scope=key, model="toy-vlm", dataset="toy", n=24,
-                figures={"ras": Figure(float(base.grid.cell_ras[i, j]), 0.01, "ras")},
-                rules=[], ids=base.ids, per_sample={"ras": base.grid.ras[:, i, j]},
-            )  # fmt: skip
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / f"{key}.json").write_text(p.to_json())
+    rel = sidecar.save(folder, ev)
+    p = Payload("model", "model", "toy-vlm", "toy", len(base.ids),
+                {"ras": Figure(ev.figures()["ras"])}, [], {}, ev)  # fmt: skip
+    (folder / "test_model-ras.json").write_text(p.to_json(evidence_file=rel))
     out = write_report(worse, tmp_path / "r", thresholds_dir=tmp_path / "thresholds", n_boot=N_BOOT)
     doc = json.loads((out.parent / "report.json").read_text())
     b = doc["series"][1]
-    assert b["kind"] == "baseline" and str(base_dir) in b["source"]
+    assert b["kind"] == "baseline"
     assert b["states"]["count"] == base.grid.states("ras").count.tolist()
     assert b["trajectories"] is not None and b["plane"] is not None
-    assert doc["drilldown"][0]["why"] == "largest drop in mean RAS vs the baseline"
-    # a snapshot the stored run does not reproduce: the JSON figures only
-    edited = json.loads((folder / "fog-1.json").read_text())
-    edited["per_sample"]["ras"][0] += 0.5
-    (folder / "fog-1.json").write_text(json.dumps(edited))
-    snaps = read_snapshots(tmp_path / "thresholds", "toy-vlm")
-    from benchc.report.baseline import find_baseline_run
-
-    assert find_baseline_run(read_run(worse), snaps, [results]) is None
 
 
 def test_cli_damaged_run_is_one_clear_line(tmp_path, capsys):
