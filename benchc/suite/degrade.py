@@ -224,6 +224,15 @@ def vision_ignoring_vsi(ev: VSIEvidence, strength: float, seed: int = 0) -> VSIE
     )
 
 
+def argmax_frozen_vsi(ev: VSIEvidence, strength: float, seed: int = 0) -> VSIEvidence:
+    """The encoder-LLM disconnect deepens where it already is: on the low-VSI samples whose
+    answer still moved under the blur, a ``strength`` share stop moving (argmax change -> 0)
+    while the tower separates the views as before. VSI is kept, so the gap's subset is too."""
+    rng = np.random.default_rng([seed, 0xF0])
+    hit = ev.low & (ev.changed > 0) & (rng.random(len(ev.ids)) < strength)
+    return VSIEvidence(ev.ids, ev.vsi, np.where(hit, 0.0, ev.changed), ev.probe_correct)
+
+
 @dataclass(frozen=True)
 class Mutant:
     """A named output mutant, its strengths, whether it keeps every prediction, and the
@@ -249,5 +258,13 @@ GRID_MUTANTS: tuple[Mutant, ...] = (
            "family:blur:accuracy"),
 )  # fmt: skip
 VSI_MUTANTS: tuple[Mutant, ...] = (
-    Mutant("vision_ignoring_vsi", vision_ignoring_vsi, (0.1, 0.25, 0.5), 0.25, False, "vsi:gap"),
+    Mutant(
+        "vision_ignoring_vsi",
+        vision_ignoring_vsi,
+        (0.1, 0.25, 0.5),
+        0.25,
+        False,
+        "vsi:insensitive_fraction",
+    ),
+    Mutant("argmax_frozen_vsi", argmax_frozen_vsi, (0.5, 1.0), 1.0, False, "vsi:gap"),
 )
