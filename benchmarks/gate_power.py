@@ -36,7 +36,13 @@ from benchc.gates import ErrorBudget, Payload, check, default_rules, figures
 from benchc.gates.evidence import Evidence, GridEvidence
 from benchc.suite import degrade as zoo
 from benchc.suite.cases import grid_evidence
-from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig, parse_corruptions
+from benchc.suite.config import (
+    DEFAULT_DATASET,
+    DEFAULT_MODEL,
+    SuiteConfig,
+    parse_corruptions,
+    parse_severities,
+)
 from benchc.suite.figures import family_cells
 from benchc.suite.run import SuiteRun, default_corruption_workers
 from benchc.suite.session import open_backend, open_dataset
@@ -111,6 +117,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--resamples", type=int, default=20)
     ap.add_argument("--corruptions", default=None, help="subset of the grid (default: all 19)")
+    ap.add_argument("--severities", default=None, help="subset of severities (default 1-5)")
+    ap.add_argument("--dataset", default=DEFAULT_DATASET, help="testbed (default: embedded)")
+    ap.add_argument("--vsi-dataset", default=None, help="VSI set (default: embedded)")
     ap.add_argument("--budget", type=float, default=0.01)
     ap.add_argument("--results-dir", type=Path, default=Path(".benchc/gate-power"))
     ap.add_argument("--quick", action="store_true", help="one strength per mutant (smoke run)")
@@ -119,8 +128,10 @@ def main() -> None:
 
     cfg = SuiteConfig(
         model=DEFAULT_MODEL,
-        dataset=DEFAULT_DATASET,
+        dataset=args.dataset,
+        vsi_dataset=args.vsi_dataset,
         corruptions=parse_corruptions(args.corruptions),
+        severities=parse_severities(args.severities),
         results_dir=args.results_dir,
     )
     t0 = time.perf_counter()
@@ -136,19 +147,22 @@ def main() -> None:
     carrier_name = max(benign, key=lambda k: logit_rms(ref, benign[k]))
     carrier = benign[carrier_name]
 
-    variants: list[tuple[str, str, str, Outputs]] = [("reference (itself)", "benign", "-", ref)]
-    variants += [(name, "benign", "-", out) for name, out in benign.items()]
+    #: (name, kind, strength, the gate it is aimed at, outputs)
+    variants: list[tuple[str, str, str, str, Outputs]] = [
+        ("reference (itself)", "benign", "-", "-", ref)
+    ]
+    variants += [(name, "benign", "-", "-", out) for name, out in benign.items()]
     for s, out in hooked.items():
-        variants.append(("vision-ignoring LLM (projector x s)", "mutant", f"{s:g}", out))
+        name = "vision-ignoring LLM (projector x s)"
+        variants.append((name, "mutant", f"{s:g}", "vsi:insensitive_fraction", out))
     for m in zoo.GRID_MUTANTS:
         for s in m.strengths if not args.quick else (m.meaningful,):
             out = Outputs(m.fn(carrier.grid, s), carrier.vsi)
-            variants.append((m.name, "mutant", f"{s:g}", out))
+            variants.append((m.name, "mutant", f"{s:g}", m.target, out))
     for m in zoo.VSI_MUTANTS:
         for s in m.strengths if not args.quick else (m.meaningful,):
-            variants.append(
-                (m.name, "mutant", f"{s:g}", Outputs(carrier.grid, m.fn(carrier.vsi, s)))
-            )
+            out = Outputs(carrier.grid, m.fn(carrier.vsi, s))
+            variants.append((m.name, "mutant", f"{s:g}", m.target, out))
 
     budget = budget_for(ref, args.budget)
     rng = np.random.default_rng(args.seed)
