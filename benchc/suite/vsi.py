@@ -25,38 +25,53 @@ class VSIUnavailable(RuntimeError):
 
 
 def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndarray]:
-    """Rows ``start:stop``: ``vsi``, ``vsi_top50``, ``top1_clean``/``top1_blur``, ``located``
-    (region from the locator), ``fallback`` (whole-image blur: no annotation and no located
-    region), ``features_clean``/``features_blur``."""
+    """Rows ``start:stop``: ``vsi``, ``top1_clean``/``top1_blur``, ``located`` (region from the
+    locator), ``fallback`` (whole-image blur: no annotation and no located region), and, as the
+    backend's :class:`~benchc.models.base.Capabilities` allow, ``vsi_top50`` and
+    ``features_clean``/``features_blur`` (its own tower, for the gap's probe).
+
+    A backend with the full next-token distribution gives SPEC 5's VSI; one that serves only
+    top-k log-probs (an OpenAI-compatible server) gives the documented top-k variant in
+    ``vsi`` and says so in ``vsi_topk`` (k); one with neither has no VSI."""
     backend = run.backend
-    if not backend.white_box:
-        raise VSIUnavailable(f"{backend.name}: VSI needs white-box next-token distributions")
+    caps = backend.capabilities
+    if caps.full_distribution:
+        kwargs = {"distribution": True, "top_k": spec.VSI_TOPK}
+    elif caps.top_k != 0:
+        k = spec.VSI_TOPK if caps.top_k is None else min(spec.VSI_TOPK, caps.top_k)
+        kwargs = {"distribution": False, "top_k": k}
+    else:
+        raise VSIUnavailable(f"{backend.name}: VSI needs next-token (top-k) log-probabilities")
     clean = run.prepared(start, stop)
     blurred, located, fallback = run.blurred(start, stop)
     outs = []
     for images in (clean, blurred):
-        queries = run._queries(images, start)
-        out = score(
-            backend, queries, batch_size=run.batch_size, distribution=True, top_k=spec.VSI_TOPK
-        )
-        if out.logprobs is None or out.top_ids is None:
+        out = score(backend, run._queries(images, start), batch_size=run.batch_size, **kwargs)
+        if out.top_ids is None or (kwargs["distribution"] and out.logprobs is None):
             raise VSIUnavailable(f"{backend.name}: the backend returned no next-token distribution")
         outs.append(out)
     c, b = outs
-    try:
-        features = [backend.vision_features(clean), backend.vision_features(blurred)]
-    except NotImplementedError as exc:
-        raise VSIUnavailable(str(exc)) from exc
-    return {
-        "vsi": vsi_full(c.logprobs, b.logprobs),
+    arrays = {
         "vsi_top50": vsi_topk(c.top_ids, c.top_logprobs, b.top_ids, b.top_logprobs),
-        "top1_clean": np.argmax(c.logprobs, axis=1).astype(np.int64),
-        "top1_blur": np.argmax(b.logprobs, axis=1).astype(np.int64),
+        "top1_clean": c.top_ids[:, 0].astype(np.int64),
+        "top1_blur": b.top_ids[:, 0].astype(np.int64),
         "located": located,
         "fallback": fallback,
-        "features_clean": np.asarray(features[0], dtype=np.float32),
-        "features_blur": np.asarray(features[1], dtype=np.float32),
     }
+    if kwargs["distribution"]:
+        arrays["vsi"] = vsi_full(c.logprobs, b.logprobs)
+        arrays["top1_clean"] = np.argmax(c.logprobs, axis=1).astype(np.int64)
+        arrays["top1_blur"] = np.argmax(b.logprobs, axis=1).astype(np.int64)
+    else:
+        arrays["vsi"] = arrays["vsi_top50"]
+        arrays["vsi_topk"] = np.full(stop - start, kwargs["top_k"], dtype=np.int64)
+    if caps.vision_tower:
+        try:
+            arrays["features_clean"] = np.asarray(backend.vision_features(clean), np.float32)
+            arrays["features_blur"] = np.asarray(backend.vision_features(blurred), np.float32)
+        except NotImplementedError:
+            pass  # no tower after all: the gap is undefined and says so
+    return arrays
 
 
 def vsi_evidence(arrays: dict[str, np.ndarray], ids: list[str]) -> VSIEvidence:
@@ -64,9 +79,9 @@ def vsi_evidence(arrays: dict[str, np.ndarray], ids: list[str]) -> VSIEvidence:
     grouped folds over all samples, SPEC 5 as read in :func:`benchc.metrics.vsi.encoder_llm_gap`).
     """
     changed = arrays["top1_clean"] != arrays["top1_blur"]
-    if len(ids) >= 5:
+    if len(ids) >= 5 and "features_clean" in arrays:
         probe = probe_accuracy(arrays["features_clean"], arrays["features_blur"]).correct
-    else:  # too few images for five grouped folds: the gap is undefined, never made up
+    else:  # no tower, or too few images for five grouped folds: the gap is undefined
         probe = np.full(len(ids), np.nan)
     return VSIEvidence(ids, arrays["vsi"], changed, probe)
 
@@ -74,7 +89,10 @@ def vsi_evidence(arrays: dict[str, np.ndarray], ids: list[str]) -> VSIEvidence:
 def vsi_info(arrays: dict[str, np.ndarray], region_locator: str) -> dict[str, object]:
     """How the VSI regions were obtained (SPEC 5: fallbacks are counted and reported)."""
     vsi = arrays["vsi"].astype(np.float64)
+    k = int(arrays["vsi_topk"][0]) if "vsi_topk" in arrays and arrays["vsi_topk"].size else 0
     return {
+        "vsi_variant": f"vsi_top{k}" if k else "vsi (full distribution)",
+        "probe": "own vision tower" if "features_clean" in arrays else "none (no vision tower)",
         "region_locator": region_locator,
         "regions_located": int(arrays["located"].sum()) if "located" in arrays else 0,
         "region_fallbacks": int(arrays["fallback"].sum()),

@@ -368,8 +368,9 @@ def test_rate_limit_spaces_request_starts() -> None:
 
 def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) -> None:
     """``pytest --model=openai:<model>@<url> --device=cpu`` (a TypeError before): 4 samples x 1
-    cell over real HTTP, the cases and model gates recorded, VSI skipped as not applicable,
-    and the summary says how many queries each path scored."""
+    cell over real HTTP, the cases and model gates recorded, VSI as its top-k variant (the gap,
+    with no tower to probe, UNCHECKED), and the summary says how many queries each path
+    scored."""
     from benchc.data import save_jsonl
     from benchc.data.synthetic import generate
     from benchc_tests.unit.suite_project import make_suite_project
@@ -377,7 +378,7 @@ def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) 
     data = tmp_path / "four"
     save_jsonl(generate(4, 11), data)
     project = make_suite_project(pytester)
-    result = project.runpytest_inprocess(
+    args = [
         "suite",
         f"--model=openai:tiny@{server.base_url}",
         "--device=cpu",
@@ -389,11 +390,20 @@ def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) 
         f"--results-dir={tmp_path / 'results'}",
         f"--cache-dir={tmp_path / 'cache'}",
         f"--thresholds-dir={tmp_path / 'thresholds'}",
-        "--snapshot-update",
         "-p",
         "no:randomly",
-    )
-    result.assert_outcomes(passed=1 + 1 + 6, skipped=2)  # cell, family, model; VSI n/a
+    ]
+    result = project.runpytest_inprocess(*args, "--snapshot-update")
+    result.assert_outcomes(passed=1 + 1 + 6 + 2)  # cell, family, model, VSI (top-k variant)
     result.stdout.fnmatch_lines(
         ["*note: tiny over http://127.0.0.1:*: queries scored * by logprobs*"]
     )
+    vsi = json.loads((tmp_path / "thresholds" / "tiny" / "test_vsi-gap.json").read_text())
+    assert vsi["info"]["vsi_variant"] == "vsi_top20" and vsi["info"]["probe"].startswith("none")
+    # checked again: the gap has no vision tower to probe, so it is UNCHECKED, never silent,
+    # and a failure under --strict-gates
+    result = project.runpytest_inprocess(*args)
+    result.assert_outcomes(passed=1 + 1 + 6 + 1, skipped=1)
+    assert "UNCHECKED gap in vsi" in result.stdout.str()
+    result = project.runpytest_inprocess(*args, "--strict-gates")
+    result.assert_outcomes(passed=1 + 1 + 6 + 1, failed=1)
