@@ -21,7 +21,6 @@ SESSION = pytest.StashKey[SuiteSession]()
 RUN_DIRS = pytest.StashKey[set]()
 NOTES = pytest.StashKey[list]()
 LOAD_ERROR = pytest.StashKey[str]()
-VERDICTS = pytest.StashKey[list]()
 
 #: Every gate's verdict record (:meth:`benchc.gates.Outcome.to_dict`), for summary and report.
 VERDICTS = pytest.StashKey[list]()

@@ -3,26 +3,24 @@
 Snapshots are read only through :meth:`benchc.gates.Payload.from_json` and classified by their
 ``scope`` (``fog-3`` a cell, ``model:ras`` a model figure, ``vsi:gap`` a VSI figure), not by file
 name, so the report keeps working whatever files the gates add. Per-pair arrays (what the
-four-state, component-plane and trajectory figures need) are not in the JSON: they come from
-the stored run the snapshots were recorded from when it is still in the results store, found
-by reproducing the snapshots' own per-sample values (:func:`find_baseline_run`); otherwise
-those figures say so instead of inventing a baseline.
+four-state, component-plane and trajectory figures need) come from the snapshots' evidence
+sidecars, read through :mod:`benchc.gates.sidecar` (:func:`evidence_run`, :func:`evidence_vsi`);
+without them those figures say so instead of inventing a baseline.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from benchc import spec
-from benchc.gates import Payload
+from benchc.gates import Payload, sidecar
 from benchc.gates.snapshot import model_slug
-from benchc.results.reader import StoredRun, find_runs, read_run
-from benchc.results.store import StoreError, read_manifest
+from benchc.results.reader import StoredRun
+from benchc.results.store import StoreError
 
 
 @dataclass(frozen=True)
@@ -55,23 +53,13 @@ def read_snapshots(thresholds_dir: Path, model_name: str) -> SnapshotBaseline | 
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(f"{path.name}: {exc}")
             continue
-        # format 2 names the level ("model", one snapshot per figure, scope "model"); format 1
-        # put it in the scope ("model:ras")
-        kind, _, name = payload.scope.partition(":")
-        level = getattr(payload, "level", None) or kind
-        if level in ("model", "vsi"):
-            target = model if level == "model" else vsi
-            for fig in [name] if name else list(payload.figures):
+        if payload.level in ("model", "vsi"):  # one snapshot per figure, scope "model"/"vsi"
+            target = model if payload.level == "model" else vsi
+            for fig in payload.figures:
                 target[fig] = payload
-        elif level == "family":
-            continue  # family gates: their cells are drawn, the family means are recomputed
-        else:
-            try:
-                c, _ = spec.parse_condition(payload.scope)
-            except ValueError:
-                continue  # a scope this report does not draw (family gates, samples, ...)
-            if c is not None:
-                cells[payload.scope] = payload
+        elif payload.level == "cell":
+            cells[payload.scope] = payload
+        # family gates: their cells are drawn and the family means recomputed from them
     return SnapshotBaseline(folder, cells, model, vsi, problems)
 
 
@@ -126,12 +114,8 @@ def table2_from_snapshots(base: SnapshotBaseline) -> dict[str, dict[str, float |
         v = _num(info.get(key))
         return None if v is None else {"value": v, "se": None}
 
-    acc_clean = from_info("clean_accuracy") or from_info("acc_clean")
-    acc_corrupt = (
-        _fig(base.model.get("accuracy"), "accuracy")  # format 2 gates corrupted accuracy
-        or from_info("corrupt_accuracy")
-        or from_info("acc_corrupt")
-    )
+    acc_clean = from_info("acc_clean")
+    acc_corrupt = _fig(base.model.get("accuracy"), "accuracy") or from_info("acc_corrupt")
     d_acc = None
     if acc_clean and acc_corrupt:
         d_acc = {"value": acc_corrupt["value"] - acc_clean["value"], "se": None}
@@ -139,8 +123,7 @@ def table2_from_snapshots(base: SnapshotBaseline) -> dict[str, dict[str, float |
         "acc_clean": acc_clean,
         "acc_corrupt": acc_corrupt,
         "d_acc": d_acc,
-        "consistency": _fig(base.model.get("consistency"), "consistency")
-        or from_info("consistency"),
+        "consistency": _fig(base.model.get("consistency"), "consistency"),
         "rel_robustness": None,
         "ras": _fig(base.model.get("ras"), "ras"),
         "d_s": None,
@@ -175,69 +158,10 @@ def vsi_from_snapshots(base: SnapshotBaseline) -> dict[str, object] | None:
     }
 
 
-def _matches(run: StoredRun, base: SnapshotBaseline, checks: int = 3) -> bool:
-    """Whether ``run`` reproduces the snapshots' own per-sample RAS (to their 6 decimals) in
-    up to ``checks`` recorded cells: then it is the run the baseline was recorded from."""
-    g = run.grid
-    if g is None:
-        return False
-    done = 0
-    for key, payload in sorted(base.cells.items()):
-        c, s = spec.parse_condition(key)
-        per_sample = getattr(payload, "per_sample", None) or {}  # format 1 only
-        if c not in g.corruptions or s not in run.severities or "ras" not in per_sample:
-            continue
-        if list(payload.ids) != list(run.ids):
-            return False
-        ours = g.ras[:, g.corruptions.index(c), run.severities.index(s)]
-        theirs = np.asarray(per_sample["ras"], dtype=np.float64)
-        if theirs.shape != ours.shape or not np.allclose(
-            ours, theirs, rtol=0, atol=2e-6, equal_nan=True
-        ):
-            return False
-        done += 1
-        if done == checks:
-            break
-    return done > 0
-
-
-def find_baseline_run(
-    current: StoredRun, base: SnapshotBaseline, roots: Sequence[Path]
-) -> StoredRun | None:
-    """The stored run the snapshots were recorded from, if it is still under ``roots``
-    (same model name and dataset, and it reproduces the snapshots' per-sample values), so
-    figures that need per-pair arrays get their baseline too. None when there is none."""
-    seen: set[Path] = {current.path.resolve()}
-    for root in roots:
-        for path in find_runs(root) if Path(root).is_dir() else []:
-            if path.resolve() in seen:
-                continue
-            seen.add(path.resolve())
-            try:
-                manifest = read_manifest(path)
-            except (OSError, StoreError):
-                continue
-            if manifest.get("model_name") != current.model_name or manifest.get(
-                "dataset_fingerprint"
-            ) != current.manifest.get("dataset_fingerprint"):
-                continue
-            try:
-                candidate = read_run(path)
-            except (OSError, StoreError, ValueError):
-                continue
-            if _matches(candidate, base):
-                return candidate
-    return None
-
-
 def evidence_run(base: SnapshotBaseline) -> StoredRun | None:
     """The baseline's full grid from the snapshots' own per-sample sidecar (the option logits
     the paired gates resample), as a run the report draws like any other; None when the
-    snapshots carry no such sidecar (format 1) or it cannot be read."""
-    try:
-        from benchc.gates import sidecar
-    except ImportError:
-        return None
+    snapshots carry no such sidecar or it cannot be read."""
     for payload in base.model.values():
         rel = getattr(payload, "evidence_file", None)
         if not rel:
@@ -277,11 +201,7 @@ def evidence_run(base: SnapshotBaseline) -> StoredRun | None:
 
 
 def evidence_vsi(base: SnapshotBaseline) -> dict[str, object] | None:
-    """The baseline's per-sample VSI block from its VSI sidecar (format 2), else None."""
-    try:
-        from benchc.gates import sidecar
-    except ImportError:
-        return None
+    """The baseline's per-sample VSI block from its VSI sidecar, else None."""
     for payload in base.vsi.values():
         rel = getattr(payload, "evidence_file", None)
         if not rel:

@@ -490,7 +490,7 @@ def _baseline_note(
     if run is not None:
         text += f"; per-pair figures from {run.path}"
     else:
-        text += "; no per-pair arrays (no sidecar, and the recording run is not in the store)"
+        text += "; no per-pair arrays (no readable evidence sidecar)"
     if baseline.problems:
         text += "; unreadable: " + "; ".join(baseline.problems)
     return text

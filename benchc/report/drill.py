@@ -1,8 +1,8 @@
 """Drill-down: the samples that moved most, with thumbnails and both option distributions.
 
 Which samples: the gates' own movers first (failing gates first), then the largest drop in
-mean per-sample RAS against the overlaid series (the snapshot's per-sample RAS, or the second
-run compared), else the lowest mean RAS. Images are regenerated from the dataset with the
+mean per-sample RAS against the overlaid series (the baseline's evidence, or the second run
+compared), else the lowest mean RAS. Images are regenerated from the dataset with the
 run's seed and image size (the corruptions are deterministic), so the report needs no image
 store; when the dataset is not at hand the drill-down keeps its numbers and says why.
 """
@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from benchc import spec
-from benchc.report.baseline import SnapshotBaseline
 from benchc.report.data import DRILL_SAMPLES, num
 from benchc.results.reader import StoredRun
 
@@ -33,31 +32,24 @@ def _mean_ras_by_sample(run: StoredRun) -> np.ndarray:
         return np.nanmean(g.ras.reshape(g.shape[0], -1), axis=1)
 
 
-def _baseline_mean_ras(run: StoredRun, base: SnapshotBaseline | None) -> dict[str, float]:
-    """Per sample, the mean over recorded cells of the snapshot's per-sample RAS."""
-    if base is None:
+def mean_ras_by_id(other: StoredRun | None, run: StoredRun) -> dict[str, float]:
+    """Per sample id, ``other``'s mean RAS over its grid (empty when it has none, or other
+    samples than ``run``)."""
+    if other is None or other.grid is None or other.ids != run.ids:
         return {}
-    sums: dict[str, list[float]] = {}
-    for key in run.cells:
-        p = base.cells.get(key)
-        per_sample = getattr(p, "per_sample", None) or {}  # format-1 snapshots only
-        if p is None or "ras" not in per_sample:
-            continue
-        for sid, v in zip(p.ids, per_sample["ras"], strict=False):
-            if v is not None and np.isfinite(v):
-                sums.setdefault(sid, []).append(float(v))
-    return {sid: float(np.mean(v)) for sid, v in sums.items()}
+    return dict(zip(other.ids, (float(x) for x in _mean_ras_by_sample(other)), strict=True))
 
 
 def pick_samples(
     run: StoredRun,
     *,
     verdicts: Sequence[dict[str, Any]] | None = None,
-    baseline: SnapshotBaseline | None = None,
     other: StoredRun | None = None,
+    other_label: str = "the compared run",
     limit: int = DRILL_SAMPLES,
 ) -> list[tuple[str, str]]:
-    """``(sample id, why)`` of the samples to show, most important first."""
+    """``(sample id, why)`` of the samples to show, most important first; ``other`` is the
+    overlaid series (the baseline, or the second run compared), named ``other_label``."""
     picked: dict[str, str] = {}
     order = {"fail": 0, "improved": 1}
     for v in sorted(verdicts or [], key=lambda v: order.get(str(v.get("status")), 9)):
@@ -73,16 +65,8 @@ def pick_samples(
     if run.grid is None:
         return list(picked.items())[:limit]
     current = _mean_ras_by_sample(run)
-    ref: dict[str, float] = {}
-    why = "lowest mean RAS over the grid"
-    if other is not None and other.grid is not None and other.ids == run.ids:
-        ref = dict(zip(run.ids, _mean_ras_by_sample(other), strict=True))
-        why = "largest drop in mean RAS vs the " + (
-            "baseline" if baseline is not None else "compared run"
-        )
-    elif baseline is not None:
-        ref = _baseline_mean_ras(run, baseline)
-        why = "largest drop in mean RAS vs the baseline snapshot"
+    ref = mean_ras_by_id(other, run)
+    why = f"largest drop in mean RAS vs {other_label}" if ref else "lowest mean RAS over the grid"
     if ref:
         # ties (no change at all) fall back to the lowest mean RAS
         drop = [(ref[s] - c, c, s) for s, c in zip(run.ids, current, strict=True) if s in ref]

@@ -74,31 +74,25 @@ def write_report(
     record_command: str | None = None,
     images: bool = True,
     n_boot: int = data.N_BOOT,
-    results_roots: Sequence[Path] = (),
     vsi_dir: Path | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
 
     ``verdicts``: the gate verdict dicts of this run (pytest passes what its gates produced);
     None with a ``thresholds_dir`` asks the gates to re-check the stored run offline. The
-    baseline's own run is looked for in the run's results store and ``results_roots``;
-    ``vsi_dir`` is the run folder of the VSI arrays when the VSI gates have their own dataset.
+    baseline's per-pair figures come from the snapshots' evidence sidecars; ``vsi_dir`` is the
+    run folder of the VSI arrays when the VSI gates have their own dataset.
     """
     run = read_run(run_dir, vsi_dir=vsi_dir)
     base = snap.read_snapshots(thresholds_dir, run.model_name) if thresholds_dir else None
-    base_run = None
-    if base is not None and not base.empty:
-        roots = [*(results_roots or ()), run.path.parents[1]]
-        # the snapshots' own sidecar first (format 2), else the stored run they were recorded
-        # from, recognised by reproducing their per-sample values (format 1)
-        base_run = snap.evidence_run(base) or snap.find_baseline_run(run, base, roots)
+    base_run = snap.evidence_run(base) if base is not None and not base.empty else None
     if verdicts is None and thresholds_dir is not None:
         verdicts, verdict_note = offline_verdicts(run.path, thresholds_dir)
     elif verdicts is None:
         verdict_note = verdict_note or f"{NO_VERDICTS} (no --baseline thresholds given)"
-    picks = drill.pick_samples(run, verdicts=verdicts, baseline=base, other=base_run)
+    picks = drill.pick_samples(run, verdicts=verdicts, other=base_run, other_label="the baseline")
     items, note = drill.drilldown(
-        run, picks, baseline_ras=drill._baseline_mean_ras(run, base), images=images
+        run, picks, baseline_ras=drill.mean_ras_by_id(base_run, run), images=images
     )
     doc = data.build(
         [run],

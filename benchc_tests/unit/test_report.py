@@ -150,7 +150,7 @@ def _snapshot(folder: Path, scope: str, figs: dict[str, float], **info) -> None:
 def test_baseline_overlay_comes_from_the_snapshots(tmp_path, run_dir):
     folder = tmp_path / "thresholds" / "toy-vlm"
     _snapshot(folder, "fog-1", {"ras": -0.25, "accuracy": 0.5, "r_c": -0.3}, d_s=0.1)
-    _snapshot(folder, "model:ras", {"ras": -0.2}, clean_accuracy=0.7, corrupt_accuracy=0.6)
+    _snapshot(folder, "model:ras", {"ras": -0.2}, acc_clean=0.7, acc_corrupt=0.6)
     _snapshot(folder, "vsi:gap", {"gap": 0.4}, probe_accuracy=0.7, argmax_change_rate=0.3)
     (folder / "broken.json").write_text("{")
     base = read_snapshots(tmp_path / "thresholds", "toy-vlm")
@@ -310,6 +310,8 @@ def test_baseline_run_comes_from_the_snapshot_evidence(tmp_path, dataset):
     assert b["kind"] == "baseline"
     assert b["states"]["count"] == base.grid.states("ras").count.tolist()
     assert b["trajectories"] is not None and b["plane"] is not None
+    assert doc["drilldown"][0]["why"] == "largest drop in mean RAS vs the baseline"
+    assert doc["drilldown"][0]["baseline_mean_ras"] is not None
 
 
 def test_cli_damaged_run_is_one_clear_line(tmp_path, capsys):
