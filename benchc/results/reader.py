@@ -11,7 +11,6 @@ naming the bad file).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -144,26 +143,26 @@ def _manifest_or_empty(run_dir: Path) -> dict[str, Any]:
 def group_runs(run_dirs: Sequence[Path]) -> list[tuple[Path, Path | None]]:
     """``(grid run, VSI run or None)`` per model: one pytest session stores the corruption grid
     and, when the VSI gates use their own dataset, the VSI arrays in a second run folder of the
-    same model fingerprint and settings; those two belong on one page. A run with neither a
+    same model fingerprint and seed; those two belong on one page. A run with neither a
     grid nor a partner is kept on its own."""
     dirs = [Path(d) for d in run_dirs]
     manifests = {d: _manifest_or_empty(d) for d in dirs}
 
     def key(d: Path) -> tuple:
         m = manifests[d]
-        return (m.get("model_fingerprint"), json.dumps(m.get("settings", {}), sort_keys=True))
+        return (m.get("model_fingerprint"), m.get("settings", {}).get("seed"))
 
     grids = [d for d in dirs if _has_grid(d)]
     used: set[Path] = set()
     out: list[tuple[Path, Path | None]] = []
     for g in grids:
-        vsi = g if _has_vsi(g) else None
-        if vsi is None:
-            vsi = next(
-                (d for d in dirs if d not in grids and d not in used and _has_vsi(d)
-                 and key(d) == key(g)),
-                None,
-            )  # fmt: skip
+        # a dedicated VSI run of the same model and seed wins over VSI arrays the grid run
+        # may hold from an earlier session that computed VSI on the grid's own dataset
+        vsi = next(
+            (d for d in dirs if d not in grids and d not in used and _has_vsi(d)
+             and key(d) == key(g)),
+            g if _has_vsi(g) else None,
+        )  # fmt: skip
         if vsi is not None and vsi != g:
             used.add(vsi)
         out.append((g, vsi))

@@ -333,7 +333,7 @@ def test_grid_run_and_separate_vsi_run_are_one_report(tmp_path, dataset):
     from benchc.results.reader import group_runs
 
     results = tmp_path / "results"
-    grid = make_run(results, dataset, vsi=False)
+    grid = make_run(results, dataset)  # with VSI arrays of its own from an earlier session
     vsi_set = make_dataset(tmp_path / "vsi-set", n=30, seed=5)
     vsi = make_run(results, vsi_set, corruptions=())
     other = make_run(results, dataset, seed=9, vsi=False)  # another model: a report of its own
