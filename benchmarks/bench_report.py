@@ -6,7 +6,7 @@ the same browser and run, is a blank HTML page from disk: the printed ratio is t
 load-event time over the blank page's (the browser's own floor).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_report.py .benchc/results/tiny-vlm/testbed-<hash> \\
-        --baseline thresholds [--repeat 5] [--chromium /usr/bin/chromium]
+        --baseline thresholds [--vsi-run .benchc/results/tiny-vlm/vsi-set-<hash>] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -32,12 +32,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path)
     ap.add_argument("--baseline", type=Path, default=None)
+    ap.add_argument("--vsi-run", type=Path, default=None, help="the VSI set's run folder")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        page_path = write_report(args.run, Path(tmp), thresholds_dir=args.baseline)
+        page_path = write_report(
+            args.run, Path(tmp), thresholds_dir=args.baseline, vsi_dir=args.vsi_run
+        )
         build_s = time.perf_counter() - t0
         blank = Path(tmp) / "blank.html"
         blank.write_text("<!DOCTYPE html><html><body></body></html>\n")
