@@ -250,8 +250,8 @@ class Mutant:
 GRID_MUTANTS: tuple[Mutant, ...] = (
     Mutant("overconfident_under_corruption", overconfident_under_corruption, (0.25, 0.5, 1.0),
            0.5, True, "model:r_w"),
-    Mutant("underconfident_under_corruption", underconfident_under_corruption, (0.25, 0.5, 1.0),
-           0.5, True, "model:mixed_cell_rate"),
+    Mutant("underconfident_under_corruption", underconfident_under_corruption,
+           (0.25, 0.5, 1.0, 3.0), 0.5, True, "model:mixed_cell_rate"),
     Mutant("confident_when_wrong", confident_when_wrong, (0.25, 0.5, 1.0), 0.5, True,
            "model:ras"),
     Mutant("family_fragility", family_fragility, (0.5, 1.0, 2.0), 1.0, False,

@@ -1,5 +1,5 @@
 """VSI gates (SPEC 5): insensitive fraction and encoder-LLM gap on the VSI set (the embedded
-800-sample set by default, ``--vsi-dataset`` otherwise), region blur with the dataset's regions
+1000-sample set by default, ``--vsi-dataset`` otherwise), region blur with the dataset's regions
 (whole-image fallbacks counted in the snapshot's ``info``)."""
 
 import pytest

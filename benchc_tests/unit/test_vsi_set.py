@@ -13,7 +13,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 def test_committed_vsi_set_loads_with_a_region_per_sample():
     ds = load_dataset(FIXTURES / "vsi-set")
-    assert len(ds) == 800
+    assert len(ds) == 1000
     assert all(s.region is not None for s in ds)
 
 
