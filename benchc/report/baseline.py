@@ -11,6 +11,7 @@ without them those figures say so instead of inventing a baseline.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -158,85 +159,78 @@ def vsi_from_snapshots(base: SnapshotBaseline) -> dict[str, object] | None:
     }
 
 
+def _sidecar(base: SnapshotBaseline, payloads: Sequence[Payload], kind: str):
+    """The first readable evidence sidecar of ``kind`` among ``payloads``, with its payload and
+    path: ``(payload, rel, evidence)``, or None."""
+    for payload in payloads:
+        rel = payload.evidence_file
+        if not rel:
+            continue
+        try:
+            ev = sidecar.load(base.folder, rel, payload.evidence_digest, where=payload.scope)
+        except (ValueError, OSError, StoreError):
+            continue
+        if ev.kind == kind:
+            return payload, rel, ev
+    return None
+
+
 def evidence_run(base: SnapshotBaseline) -> StoredRun | None:
     """The baseline's full grid from the snapshots' own per-sample sidecar (the option logits
     the paired gates resample), as a run the report draws like any other; None when the
     snapshots carry no such sidecar or it cannot be read."""
-    for payload in base.model.values():
-        rel = getattr(payload, "evidence_file", None)
-        if not rel:
-            continue
-        try:
-            ev = sidecar.load(
-                base.folder, rel, getattr(payload, "evidence_digest", None), where=payload.scope
-            )
-        except (ValueError, OSError, StoreError):
-            continue
-        if getattr(ev, "kind", None) != "grid":
-            continue
-        parsed = [spec.parse_condition(c) for c in ev.conditions]
-        corruptions = tuple(dict.fromkeys(c for c, _ in parsed))
-        severities = tuple(sorted({s for _, s in parsed}))
-        n, _, k = ev.logits.shape
-        if len(parsed) != len(corruptions) * len(severities):
-            continue
-        info = payload.info
-        return StoredRun(
-            path=base.folder / rel,
-            manifest={
-                "model_name": payload.model,
-                "dataset_name": payload.dataset,
-                "dataset_fingerprint": info.get("dataset_fingerprint"),
-                "settings": {"seed": info.get("seed", spec.DEFAULT_SEED)},
-            },
-            ids=tuple(ev.ids),
-            answers=ev.answers,
-            n_options=ev.n_options,
-            corruptions=corruptions,
-            severities=severities,
-            clean_logits=ev.logits[:, 0],
-            logits=ev.logits[:, 1:].reshape(n, len(corruptions), len(severities), k),
-        )
-    return None
+    found = _sidecar(base, list(base.model.values()), "grid")
+    if found is None:
+        return None
+    payload, rel, ev = found
+    n, _, k = ev.logits.shape
+    info = payload.info
+    return StoredRun(
+        path=base.folder / rel,
+        manifest={
+            "model_name": payload.model,
+            "dataset_name": payload.dataset,
+            "dataset_fingerprint": info.get("dataset_fingerprint"),
+            "settings": {"seed": info.get("seed", spec.DEFAULT_SEED)},
+        },
+        ids=tuple(ev.ids),
+        answers=ev.answers,
+        n_options=ev.n_options,
+        corruptions=ev.corruptions,
+        severities=ev.severities,
+        clean_logits=ev.logits[:, 0],
+        logits=ev.logits[:, 1:].reshape(n, len(ev.corruptions), len(ev.severities), k),
+    )
 
 
 def evidence_vsi(base: SnapshotBaseline) -> dict[str, object] | None:
     """The baseline's per-sample VSI block from its VSI sidecar, else None."""
-    for payload in base.vsi.values():
-        rel = getattr(payload, "evidence_file", None)
-        if not rel:
-            continue
-        try:
-            ev = sidecar.load(
-                base.folder, rel, getattr(payload, "evidence_digest", None), where=payload.scope
-            )
-        except (ValueError, OSError, StoreError):
-            continue
-        if getattr(ev, "kind", None) != "vsi":
-            continue
-        vsi = np.asarray(ev.vsi, dtype=np.float64)
-        low = vsi < spec.VSI_INSENSITIVE
-        changed = np.asarray(ev.changed, dtype=np.float64)
-        probe = np.asarray(ev.probe_correct, dtype=np.float64)
+    found = _sidecar(base, list(base.vsi.values()), "vsi")
+    if found is None:
+        return None
+    ev = found[2]
+    vsi = np.asarray(ev.vsi, dtype=np.float64)
+    low = vsi < spec.VSI_INSENSITIVE
+    changed = np.asarray(ev.changed, dtype=np.float64)
+    probe = np.asarray(ev.probe_correct, dtype=np.float64)
 
-        def mean(a: np.ndarray, m: np.ndarray) -> float | None:
-            return _num(a[m].mean()) if m.any() else None
+    def mean(a: np.ndarray, m: np.ndarray) -> float | None:
+        return _num(a[m].mean()) if m.any() else None
 
-        recorded = vsi_from_snapshots(base) or {}
-        return {
-            "n": int(vsi.size),
-            "median": _num(np.median(vsi)),
-            "insensitive_fraction": _num(low.mean()),
-            "values": [round(float(v), 6) for v in vsi],
-            "gap": {
-                "n_low": int(low.sum()),
-                "probe_low": mean(probe, low),
-                "probe_low_std": None,
-                "change_low": mean(changed, low),
-                "probe_high": mean(probe, ~low),
-                "change_high": mean(changed, ~low),
-                "gap": (recorded.get("gap") or {}).get("gap"),
-            },
-            "signals": None,
-        }
-    return None
+    recorded = vsi_from_snapshots(base) or {}
+    return {
+        "n": int(vsi.size),
+        "median": _num(np.median(vsi)),
+        "insensitive_fraction": _num(low.mean()),
+        "values": [round(float(v), 6) for v in vsi],
+        "gap": {
+            "n_low": int(low.sum()),
+            "probe_low": mean(probe, low),
+            "probe_low_std": None,
+            "change_low": mean(changed, low),
+            "probe_high": mean(probe, ~low),
+            "change_high": mean(changed, ~low),
+            "gap": (recorded.get("gap") or {}).get("gap"),
+        },
+        "signals": None,
+    }
