@@ -1,5 +1,6 @@
 """This checkout's own pytest setup: the benchc plugin, the Hypothesis profiles, and the opt-in
-tests (architecture matrix, packaging, browser, gate power) kept out of the default run.
+tests (architecture matrix, packaging, browser, gate power, multi-process runs) kept out of
+the default run.
 
 None of this belongs to the plugin: installed into another project, benchc changes nothing there
 (no Hypothesis profile, no deselection) unless asked.
@@ -17,7 +18,7 @@ pytest_plugins = ["benchc.plugin"]
 #: Selects a Hypothesis profile (default ``ci``); ``--hypothesis-profile`` wins over it.
 HYPOTHESIS_ENV = "BENCHC_HYPOTHESIS_PROFILE"
 #: Markers whose tests run only when ``-m`` names them (each has its own line in ``.ci/run``).
-OPT_IN_MARKERS = ("architectures", "packaging", "browser", "gate_power")
+OPT_IN_MARKERS = ("architectures", "packaging", "browser", "gate_power", "slow")
 
 
 # ``ci``: modest, deterministic, no deadline (shared CI cores are slow and noisy); ``dev``: many

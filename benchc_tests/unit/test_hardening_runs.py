@@ -237,6 +237,7 @@ def test_quiet_run_prints_no_weight_loading_bar(project):
         bars_on()
 
 
+@pytest.mark.slow  # a -n 2 run: controller and two workers each load torch
 def test_model_level_bad_input_under_xdist_is_one_line(project):
     """xdist workers load the model, not the controller: a worker that finds a bad sample runs
     nothing and the controller ends the run with the one usage error."""
