@@ -23,14 +23,17 @@ JSON = "report.json"
 NO_VERDICTS = "no gate verdicts available"
 
 
-def offline_verdicts(run_dir: Path, thresholds_dir: Path) -> tuple[list[dict] | None, str]:
-    """The gates' verdicts for a stored run, from the gates' own code when it offers them."""
+def offline_verdicts(
+    run_dir: Path, thresholds_dir: Path, vsi_dir: Path | None = None
+) -> tuple[list[dict] | None, str]:
+    """The gates' verdicts for a stored run (and its VSI run), from the gates' own code when it
+    offers them."""
     try:
         from benchc.suite.verdicts import collect  # provided by the gates (issue 10)
     except ImportError:
         return None, f"{NO_VERDICTS}: this benchc cannot re-check gates offline"
     return list(
-        collect(Path(run_dir), Path(thresholds_dir))
+        collect(Path(run_dir), Path(thresholds_dir), vsi_dir=vsi_dir)
     ), f"gates checked against {thresholds_dir}"
 
 
@@ -87,7 +90,7 @@ def write_report(
     base = snap.read_snapshots(thresholds_dir, run.model_name) if thresholds_dir else None
     base_run = snap.evidence_run(base) if base is not None and not base.empty else None
     if verdicts is None and thresholds_dir is not None:
-        verdicts, verdict_note = offline_verdicts(run.path, thresholds_dir)
+        verdicts, verdict_note = offline_verdicts(run.path, thresholds_dir, vsi_dir)
     elif verdicts is None:
         verdict_note = verdict_note or f"{NO_VERDICTS} (no --baseline thresholds given)"
     picks = drill.pick_samples(run, verdicts=verdicts, other=base_run, other_label="the baseline")

@@ -57,10 +57,16 @@ def stored_grid(run_dir: Path) -> GridEvidence | None:
 
 
 def collect(
-    run_dir: Path, thresholds_dir: Path, *, budget: float = DEFAULT_BUDGET
+    run_dir: Path,
+    thresholds_dir: Path,
+    *,
+    vsi_dir: Path | None = None,
+    budget: float = DEFAULT_BUDGET,
 ) -> list[dict[str, Any]]:
     """One verdict record per gate (:meth:`benchc.gates.Outcome.to_dict`); cases without a
-    snapshot, or whose snapshot is unusable, are ``unchecked`` records with the reason."""
+    snapshot, or whose snapshot is unusable, are ``unchecked`` records with the reason.
+    ``vsi_dir``: the run folder of the VSI gates when they had a dataset of their own (the
+    embedded VSI set); their gates share the run's false-alarm budget."""
     run_dir = Path(run_dir)
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     model = str(manifest.get("model_name", "model"))
@@ -79,16 +85,24 @@ def collect(
     common = dict(model=model, dataset=str(manifest.get("dataset_name")), seed=seed)
     if grid is not None:
         cases.update(grid_payloads(grid, info=info, z_for=placeholder, **common))
-    vsi_paths = sorted(run_dir.glob("vsi-region-blur*.npz"), key=lambda p: len(p.name))
+    vsi_run = Path(vsi_dir) if vsi_dir is not None else run_dir
+    vsi_paths = sorted(vsi_run.glob("vsi-region-blur*.npz"), key=lambda p: len(p.name))
     if vsi_paths:
         from benchc.suite.figures import build_payload
 
-        samples = load_npz(run_dir / "samples.npz")
+        vsi_manifest = json.loads((vsi_run / "manifest.json").read_text(encoding="utf-8"))
+        vsi_info = {
+            **info,
+            "dataset_fingerprint": vsi_manifest.get("dataset_fingerprint"),
+            "image_size": vsi_manifest.get("settings", {}).get("image_size"),
+        }
+        samples = load_npz(vsi_run / "samples.npz")
         ev = vsi_evidence(load_npz(vsi_paths[0]), [str(x) for x in samples["ids"]])
+        vsi_common = {**common, "dataset": str(vsi_manifest.get("dataset_name"))}
         for f in figures("vsi", gated_only=True):
             cases[f"vsi:{f.name}"] = build_payload(
-                ev, level="vsi", scope="vsi", names=[f.name], info=info, z_for=placeholder,
-                **common,
+                ev, level="vsi", scope="vsi", names=[f.name], info=vsi_info, z_for=placeholder,
+                **vsi_common,
             )  # fmt: skip
     counts = Counter(p.level for p in cases.values())
     z = ErrorBudget(
@@ -107,7 +121,7 @@ def collect(
         except (ValueError, KeyError, EvidenceError) as exc:
             records.append(_unchecked(case, key, str(exc)))
             continue
-        mismatch = [k for k, v in info.items() if baseline.info.get(k) != v]
+        mismatch = [k for k, v in current.info.items() if k in info and baseline.info.get(k) != v]
         if mismatch:
             why = f"snapshot recorded under other settings ({', '.join(mismatch)})"
             records.append(_unchecked(case, key, why))

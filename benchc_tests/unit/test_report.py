@@ -361,3 +361,19 @@ def test_family_matrix_draws_the_family_means(doc):
     for fam, row in doc["series"][0]["families"]["r_c"].items():
         for v in row:
             assert f"{v:+.2f}" in texts, fam
+
+
+def test_offline_verdicts_check_the_separate_vsi_run_too(tmp_path, dataset):
+    """``benchc report RESULTS --baseline DIR`` re-checks the VSI gates from the session's VSI
+    run folder, under the same false-alarm budget as the grid's gates."""
+    from benchc.suite.verdicts import collect
+
+    results = tmp_path / "results"
+    grid = make_run(results, dataset, vsi=False)
+    vsi = make_run(results, make_dataset(tmp_path / "vsi-set", n=30, seed=5), corruptions=())
+    records = collect(grid, tmp_path / "thresholds", vsi_dir=vsi)
+    by_case = {r["case"] for r in records}
+    assert "test_vsi[gap]" in by_case and "test_vsi[insensitive_fraction]" in by_case
+    assert any(c.startswith("test_cell[") for c in by_case)
+    assert all(r["status"] == "unchecked" for r in records)  # no snapshots recorded here
+    assert "test_vsi[gap]" not in {r["case"] for r in collect(grid, tmp_path / "thresholds")}
