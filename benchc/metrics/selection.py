@@ -63,14 +63,20 @@ def gini_dispersion(top1: np.ndarray, n_options: np.ndarray) -> np.ndarray:
     return np.clip(g, 0.0, 1.0)
 
 
-def selector_dispersion(top1: np.ndarray, n_options: np.ndarray) -> np.ndarray:
-    """Per selector and sample, G averaged over corruptions: (F, Q) from (F, Q, D, L)."""
+def _selector_grid(top1: np.ndarray, n_options: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validated (F, Q, D, L) top-1 predictions and (Q,) option counts."""
     top1 = np.asarray(top1)
     if top1.ndim != 4:
         raise ValueError(f"top1: expected (F, Q, D, L), got shape {top1.shape}")
     k = np.asarray(n_options)
     if k.shape != top1.shape[1:2]:
         raise ValueError(f"n_options: expected shape ({top1.shape[1]},), got {k.shape}")
+    return top1, k
+
+
+def selector_dispersion(top1: np.ndarray, n_options: np.ndarray) -> np.ndarray:
+    """Per selector and sample, G averaged over corruptions: (F, Q) from (F, Q, D, L)."""
+    top1, k = _selector_grid(top1, n_options)
     return gini_dispersion(top1, k[None, :, None]).mean(axis=2)
 
 
@@ -81,12 +87,7 @@ def kappa(top1: np.ndarray, n_options: np.ndarray) -> np.ndarray:
     single float division: exactly tied kappas are bit-equal, so the first novelty pick and
     ``e > mean`` (Eq. 6) never hinge on summation-order rounding.
     """
-    top1 = np.asarray(top1)
-    if top1.ndim != 4:
-        raise ValueError(f"top1: expected (F, Q, D, L), got shape {top1.shape}")
-    k = np.asarray(n_options)
-    if k.shape != top1.shape[1:2]:
-        raise ValueError(f"n_options: expected shape ({top1.shape[1]},), got {k.shape}")
+    top1, k = _selector_grid(top1, n_options)
     agree, kb = _agreements(top1, k[None, :, None])
     f, _, d, n_sev = top1.shape
     spread = (n_sev * n_sev - agree).sum(axis=(0, 2), dtype=np.int64)  # (Q,)
