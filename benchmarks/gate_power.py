@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchc.gates import ErrorBudget, Payload, check, default_rules, figures
+from benchc.gates import ErrorBudget, Payload, check, default_rules
 from benchc.gates.evidence import Evidence, GridEvidence
 from benchc.suite import degrade as zoo
 from benchc.suite.cases import grid_evidence
@@ -83,10 +83,12 @@ def cases(out: Outputs) -> dict[str, tuple[str, str, Evidence]]:
 
 
 def budget_for(out: Outputs, alpha: float) -> ErrorBudget:
-    counts: Counter = Counter()
-    for level, _, _ in cases(out).values():
-        counts[level] += len(figures(level, gated_only=True))
-    return ErrorBudget(alpha, dict(counts))
+    return ErrorBudget.for_payloads(alpha, (_payload(*c) for c in cases(out).values()))
+
+
+def _payload(level: str, scope: str, ev: Evidence, rules=None) -> Payload:
+    rules = default_rules(level) if rules is None else rules  # type: ignore[arg-type]
+    return Payload(scope, level, "m", "d", len(ev.ids), {}, rules, {}, ev)  # type: ignore[arg-type]
 
 
 def failing_gates(base: Outputs, cur: Outputs, budget: ErrorBudget) -> list[str]:
@@ -94,8 +96,8 @@ def failing_gates(base: Outputs, cur: Outputs, budget: ErrorBudget) -> list[str]
     failed = []
     cur_cases = cases(cur)
     for name, (level, scope, ev) in cases(base).items():
-        b = Payload(scope, level, "m", "d", len(ev.ids), {}, default_rules(level), {}, ev)
-        c = Payload(scope, level, "m", "d", len(ev.ids), {}, b.rules, {}, cur_cases[name][2])
+        b = _payload(level, scope, ev)
+        c = _payload(level, scope, cur_cases[name][2], b.rules)
         for o in check(b, c, z_for=budget.z).by_status("fail"):
             failed.append(f"{level}:{o.spec.name}" if level == "cell" else f"{name}:{o.spec.name}")
     return failed

@@ -17,12 +17,17 @@ snapshot may still fix its own ``z``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from scipy.stats import norm
 
 from benchc.gates.figures import LEVELS, Level
+
+if TYPE_CHECKING:
+    from benchc.gates.payload import Payload
 
 DEFAULT_BUDGET = 0.01
 #: Share of the budget per level (renormalised over the levels that run).
@@ -42,6 +47,14 @@ class ErrorBudget:
         for level, n in self.gates.items():
             if level not in LEVELS or n < 0:
                 raise ValueError(f"bad gate count {level!r}: {n}")
+
+    @classmethod
+    def for_payloads(cls, alpha: float, payloads: Iterable[Payload]) -> ErrorBudget:
+        """The budget over the gates of these cases: each payload's rules are its gates."""
+        counts: Counter = Counter()
+        for p in payloads:
+            counts[p.level] += len(p.rules)
+        return cls(alpha, dict(counts))
 
     def alpha_for(self, level: Level) -> float:
         """One gate's one-sided false-alarm rate at ``level``."""

@@ -8,7 +8,6 @@ threshold snapshots, so a report written hours later says exactly what the build
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -104,10 +103,7 @@ def collect(
                 ev, level="vsi", scope="vsi", names=[f.name], info=vsi_info, z_for=placeholder,
                 **vsi_common,
             )  # fmt: skip
-    counts = Counter(p.level for p in cases.values())
-    z = ErrorBudget(
-        budget, {lv: n * len(figures(lv, gated_only=True)) for lv, n in counts.items()}
-    ).z
+    z = ErrorBudget.for_payloads(budget, cases.values()).z
     folder = Path(thresholds_dir) / model_slug(model)
     records: list[dict[str, Any]] = []
     for key, current in cases.items():

@@ -299,3 +299,12 @@ def test_payload_json_roundtrip_names_the_sidecar():
     assert back.figures.keys() == p.figures.keys() and back.rules == tuple(p.rules)
     with pytest.raises(ValueError, match="format 1, this benchc reads format 2"):
         Payload.from_json('{"benchc_snapshot": 1}')
+
+
+def test_budget_over_payloads_counts_each_case_rules_as_its_gates():
+    """Offline re-checks (``benchc report``) build one payload per case; the budget must count
+    the same gates pytest counts: 4 per cell, 4 per family, 1 per model-level case."""
+    cases = grid_payloads(_grid(), model="m", dataset="d", info={}, seed=0, z_for=Z3)
+    b = ErrorBudget.for_payloads(0.01, cases.values())
+    assert dict(b.gates) == {"cell": 4 * 4, "family": 2 * 4, "model": 6}
+    assert b.z("model") == pytest.approx(ErrorBudget(0.01, dict(b.gates)).z("model"))
