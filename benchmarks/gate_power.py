@@ -189,7 +189,8 @@ def main() -> None:
                                    resample(out, grid_rows, vsi_rows), budget)  # fmt: skip
             n_fail += bool(failed)
             hits.update(set(failed))
-        top = ", ".join(f"{g} {c / len(rows):.0%}" for g, c in hits.most_common(4)) or "-"
+        ranked = sorted(hits.items(), key=lambda gc: (-gc[1], gc[0]))[:4]  # ties by name
+        top = ", ".join(f"{g} {c / len(rows):.0%}" for g, c in ranked) or "-"
         d_acc = out.grid.figures()["acc_corrupt"] - acc0
         aimed = "-" if target == "-" else f"{target} {hits[target] / len(rows):.0%}"
         share = f"{n_fail}/{len(rows)} ({n_fail / len(rows):.0%})"
