@@ -196,10 +196,13 @@ def _generate(
     progress: bool,
     keep: bool,
     counts: dict[str, int] | None = None,
+    encoded: dict[str, bytes] | None = None,
 ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     """The shared engine of :func:`iter_materialize` (``keep``) and :func:`prefill` (not).
 
-    ``counts["computed"]`` is incremented by the number of cache misses computed.
+    ``counts["computed"]`` is incremented by the number of cache misses computed. ``encoded``,
+    when given, is refilled before each yield with the cache's PNG bytes of that sample's
+    conditions that were cache hits (``{condition: bytes}``).
     """
     from tqdm.auto import tqdm
 
@@ -212,26 +215,33 @@ def _generate(
     total = len(images) * len(parsed)
     bar = tqdm(total=total, desc="corruptions", unit="img", disable=not progress)
 
-    pending: deque[tuple[str, dict[str, np.ndarray], list[Future], int]] = deque()
+    pending: deque[tuple[str, dict[str, np.ndarray], dict[str, bytes], list[Future], int]]
+    pending = deque()
     in_flight = 0
 
-    def done(sid: str, got: dict[str, np.ndarray]) -> tuple[str, dict[str, np.ndarray]]:
+    def done(
+        sid: str, got: dict[str, np.ndarray], png: dict[str, bytes]
+    ) -> tuple[str, dict[str, np.ndarray]]:
+        if encoded is not None:
+            encoded.clear()
+            encoded.update(png)
         return sid, ({key: got[key] for key, _, _ in parsed} if keep else {})
 
     def drain(block_until: int) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
         nonlocal in_flight
-        while pending and (in_flight > block_until or all(f.done() for f in pending[0][2])):
-            sid, got, futures, n_jobs = pending.popleft()
+        while pending and (in_flight > block_until or all(f.done() for f in pending[0][3])):
+            sid, got, png, futures, n_jobs = pending.popleft()
             for f in futures:
                 got.update(f.result())
                 in_flight -= 1
             bar.update(n_jobs)
-            yield done(sid, got)
+            yield done(sid, got, png)
 
     try:
         for sample_id, image in images:
             array = prepare(image, image_size, what=f"sample {sample_id!r}")
             got: dict[str, np.ndarray] = {}
+            png: dict[str, bytes] = {}
             jobs = []
             content = content_hash(array) if cache is not None else ""
             for key, name, severity in parsed:
@@ -242,9 +252,9 @@ def _generate(
                 if cache is not None:
                     ckey = CacheKey(content, image_size, name, severity, seed, str(sample_id))
                     if keep:
-                        hit = cache.get(ckey, array.shape)
+                        hit = cache.read(ckey, array.shape)
                         if hit is not None:
-                            got[key] = hit
+                            got[key], png[key] = hit
                             continue
                     elif cache.path(ckey).exists():  # filling only: presence is enough
                         got[key] = array
@@ -256,7 +266,7 @@ def _generate(
             if pool is None:
                 got.update(_compute(sample_id, array, jobs, seed, cache, keep))
                 bar.update(len(jobs))
-                yield done(sample_id, got)
+                yield done(sample_id, got, png)
                 continue
             n_tasks = min(len(jobs), max(math.ceil(len(jobs) / _MAX_TASK_CONDITIONS), spread))
             futures = [
@@ -264,14 +274,14 @@ def _generate(
                 for i in range(n_tasks)
             ]
             in_flight += len(futures)
-            pending.append((sample_id, got, futures, len(jobs)))
+            pending.append((sample_id, got, png, futures, len(jobs)))
             yield from drain(block_until=window)
         yield from drain(block_until=-1)
     except BrokenProcessPool:
         _POOLS.pop(workers, None)  # a worker died; the next call starts a fresh pool
         raise
     finally:
-        for _, _, futures, _ in pending:
+        for _, _, _, futures, _ in pending:
             for f in futures:
                 f.cancel()
         bar.close()
@@ -286,12 +296,15 @@ def iter_materialize(
     cache: CorruptionCache | None = None,
     workers: int = 1,
     progress: bool = False,
+    encoded: dict[str, bytes] | None = None,
 ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     """Yield ``(sample_id, {condition: (H, W, 3) uint8 array})`` per image, in input order.
 
     Streaming keeps memory bounded (a few hundred samples x 95 conditions do not fit at once);
     the pool works ahead of the consumer by a bounded number of tasks. Conditions keep their
     given order (duplicates dropped); ``"clean"`` maps to the prepared image itself.
+    ``encoded``: a dict refilled at each yield with ``{condition: PNG bytes}`` of the conditions
+    read from the cache (the file's bytes, which a server backend sends without re-encoding).
     """
     _parse_conditions(conditions)  # fail here, not at the first next()
     _check_images(images, workers)
@@ -304,6 +317,7 @@ def iter_materialize(
         workers=workers,
         progress=progress,
         keep=True,
+        encoded=encoded,
     )
 
 

@@ -12,6 +12,7 @@ is recomputed instead of silently moving the model's logits.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 from dataclasses import dataclass
@@ -91,9 +92,18 @@ class CorruptionCache:
         An unreadable file or one whose shape differs from ``shape`` counts as a miss, so a damaged
         entry is recomputed and overwritten rather than trusted.
         """
+        hit = self.read(key, shape)
+        return None if hit is None else hit[0]
+
+    def read(
+        self, key: CacheKey, shape: tuple[int, ...] | None = None
+    ) -> tuple[np.ndarray, bytes] | None:
+        """The cached array and the PNG file's bytes it was decoded from (verified against the
+        pixel checksum), or ``None`` on a miss; a server backend sends the bytes as they are."""
         path = self.path(key)
         try:
-            with Image.open(path) as im:
+            data = path.read_bytes()
+            with Image.open(io.BytesIO(data)) as im:
                 im.load()
                 if im.mode != "RGB":
                     return None
@@ -105,7 +115,7 @@ class CorruptionCache:
             return None
         if recorded != pixel_digest(array):  # no checksum, or other pixels than were written
             return None
-        return array
+        return array, data
 
     def put(self, key: CacheKey, array: np.ndarray) -> Path:
         """Store ``array`` with its pixel checksum, atomically."""

@@ -7,6 +7,7 @@ heavy, so a typo is one usage error before any model loads.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,17 @@ def _device_map(text: str) -> str:
     raise ValueError(f"{text!r} is not auto, balanced, balanced_low_0, sequential or a device")
 
 
+def _json_object(text: str) -> dict:
+    """A JSON object, e.g. ``{"generation_config": "{\\"do_sample\\": true}"}``."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{text!r} is not JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{text!r} is not a JSON object")
+    return value
+
+
 def _str(text: str) -> str:
     if not text:
         raise ValueError("empty value")
@@ -121,6 +133,10 @@ OPENAI_ARGS: dict[str, ArgSpec] = {
         _float(0.0, open_low=True), "backend", False, "max requests per second (all threads)"
     ),
     "api_key_env": ArgSpec(_str, "backend", False, "environment variable holding the API key"),
+    "max_tokens": ArgSpec(_int(1), "backend", True, "sampling proxy: reply length in tokens"),
+    "extra_body": ArgSpec(
+        _json_object, "backend", True, "JSON object merged into every request (server switches)"
+    ),
 }
 
 #: Backend scheme -> accepted keys.
@@ -132,7 +148,7 @@ def split_model_args(text: str | None) -> dict[str, str]:
     if text is None or not text.strip():
         return {}
     out: dict[str, str] = {}
-    for item in text.split(","):
+    for item in _top_level_items(text):
         if not item.strip():
             continue
         key, sep, value = item.partition("=")
@@ -143,6 +159,26 @@ def split_model_args(text: str | None) -> dict[str, str]:
             raise ValueError(f"key {key!r} given twice")
         out[key] = value
     return out
+
+
+def _top_level_items(text: str) -> list[str]:
+    """``text`` split at commas outside JSON brackets and strings (``extra_body={"a": 1, ...}``)."""
+    items, depth, start, quoted, escaped = [], 0, 0, False, False
+    for i, ch in enumerate(text):
+        if quoted:
+            escaped, quoted = (not escaped and ch == "\\"), quoted and (escaped or ch != '"')
+            continue
+        if ch == '"':
+            quoted = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        elif ch == "," and depth <= 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return items
 
 
 def scheme_of(model: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,6 +23,9 @@ class Query:
     hint: str | None = None
     #: Optional sample id, used only to name the sample in error messages.
     id: str | None = None
+    #: The PNG file bytes of exactly ``image`` when it was read from one (the corruption
+    #: cache): a server backend sends them as they are instead of encoding the pixels again.
+    encoded: bytes | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

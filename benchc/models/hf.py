@@ -23,6 +23,7 @@ from benchc.models.args import HF_ARGS, fingerprint_part
 from benchc.models.base import Backend, BatchOutput, Capabilities, Query
 from benchc.models.letters import require_letters, resolve_letters
 from benchc.models.processors import image_backend, load_processor, render_chat
+from benchc.models.prompt import chat_messages, template_kwargs
 from benchc.models.source import Source, folder_hash, resolve_source, slug
 from benchc.models.vision import find_vision_tower, pooled_vision_features
 from benchc.spec import LETTERS, PROMPT_VERSION, format_question
@@ -89,9 +90,7 @@ class HFBackend(Backend):
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.chat_template = _chat_template(self.processor, self.source)
-        self._template_kwargs = (
-            {"enable_thinking": False} if "enable_thinking" in self.chat_template else {}
-        )
+        self._template_kwargs = template_kwargs(self.chat_template)
         self.model = _load_model(
             self.source,
             trust_remote_code=trust_remote_code,
@@ -141,12 +140,13 @@ class HFBackend(Backend):
 
     def render(self, user_text: str) -> str:
         """The chat-templated prompt for one image + ``user_text``, generation prompt added."""
-        messages = [
-            {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": user_text}]}
-        ]
-        return render_chat(
-            self.processor, messages, add_generation_prompt=True, **self._template_kwargs
-        )
+        return self.render_messages(chat_messages(user_text), **self._template_kwargs)
+
+    def render_messages(self, messages: list[dict], **template_kwargs: Any) -> str:
+        """The chat-templated prompt of ``messages`` as given, with exactly ``template_kwargs``
+        (generation prompt added). The reference server renders requests through this, as real
+        servers do: parts in the order they arrive, nothing rearranged."""
+        return render_chat(self.processor, messages, add_generation_prompt=True, **template_kwargs)
 
     def length_key(self, query: Query) -> tuple[int, ...]:
         """Prompt text tokens, plus the image shape when it changes the image-token count.
@@ -204,25 +204,38 @@ class HFBackend(Backend):
         *,
         names: Sequence[str] | None = None,
     ) -> torch.Tensor:
-        """float32 (B, V) next-token log-distribution at the answer position, on the model device.
+        """float32 (B, V) next-token log-distribution at the answer position, on the model device,
+        for the benchc prompt (:mod:`benchc.models.prompt`) of each image and user text."""
+        if len(images) != len(user_texts):
+            raise ValueError(f"{len(images)} images but {len(user_texts)} texts")
+        return self.prompt_logprobs(images, [self.render(t) for t in user_texts], names=names)
+
+    def prompt_logprobs(
+        self,
+        images: Sequence[np.ndarray],
+        prompts: Sequence[str],
+        *,
+        names: Sequence[str] | None = None,
+    ) -> torch.Tensor:
+        """float32 (B, V) next-token log-distribution after each rendered ``prompt``.
 
         Splits the batch in halves on CUDA out-of-memory (remembering the size that fit) and
         raises ``ValueError`` naming the sample when a row has NaN or infinite logits.
         """
-        if len(images) != len(user_texts):
-            raise ValueError(f"{len(images)} images but {len(user_texts)} texts")
+        if len(images) != len(prompts):
+            raise ValueError(f"{len(images)} images but {len(prompts)} prompts")
         names = list(names) if names is not None else [f"batch row {i}" for i in range(len(images))]
         limit = self.max_rows or len(images)
         if len(images) > limit:
             parts = [
-                self.next_token_logprobs(
-                    images[i : i + limit], user_texts[i : i + limit], names=names[i : i + limit]
+                self.prompt_logprobs(
+                    images[i : i + limit], prompts[i : i + limit], names=names[i : i + limit]
                 )
                 for i in range(0, len(images), limit)
             ]
             return torch.cat(parts)
         try:
-            logits = self._last_logits(images, user_texts)
+            logits = self._last_logits(images, prompts)
         except torch.OutOfMemoryError:
             if len(images) == 1:
                 raise
@@ -231,7 +244,7 @@ class HFBackend(Backend):
             log.warning("CUDA OOM at batch %d; retrying in batches of %d", len(images), half)
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
-            return self.next_token_logprobs(images, user_texts, names=names)
+            return self.prompt_logprobs(images, prompts, names=names)
         bad = (~torch.isfinite(logits)).any(dim=-1)
         if bool(bad.any()):
             rows = [names[i] for i in torch.nonzero(bad).flatten().tolist()]
@@ -241,9 +254,9 @@ class HFBackend(Backend):
             )
         return torch.log_softmax(logits, dim=-1)
 
-    def _last_logits(self, images: Sequence[np.ndarray], user_texts: Sequence[str]) -> torch.Tensor:
+    def _last_logits(self, images: Sequence[np.ndarray], prompts: Sequence[str]) -> torch.Tensor:
         """One forward pass; float32 (B, V) logits of the last position."""
-        inputs = self._model_inputs(images, [self.render(t) for t in user_texts])
+        inputs = self._model_inputs(images, prompts)
         with torch.inference_mode():
             out = self.model(**inputs, **self._keep_kwargs, use_cache=False)
         return out.logits[:, -1, :].float()

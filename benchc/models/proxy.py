@@ -1,18 +1,28 @@
-"""The black-box backend over an OpenAI-compatible chat API (vLLM, SGLang, TGI, OpenAI).
+"""The black-box backend over an OpenAI-compatible chat API (vLLM, SGLang, TGI,
+``transformers serve``, OpenAI).
 
-Per query, one request asks for the first answer token's ``top_logprobs`` (``max_tokens`` 1,
-``top_logprobs`` 20). When the server returns them and every option letter is among them, the
-option logit of letter L is the logsumexp of the log-probs of L's single-token variants
-(``L``, `` L``, ``▁L``, ``ĠL``), exactly as SPEC 2 reads white-box logits: one request instead
-of twenty. Otherwise (no log-probs from this server, or a letter outside the top-k) the query
-falls back to the SPEC 3 sampling proxy: N samples at temperature 1.0, replies mapped to
-letters by :mod:`benchc.models.parse`, p_k = (count_k + a) / (N_valid + a K) with Jeffreys
-a = 0.5, ``option_logits`` = log p and ``option_mass`` = the share of replies that named an
-option. Rows with no parsable reply are invalid (NaN), never a silent uniform guess. How many
-queries took which path is counted in :attr:`OpenAIProxyBackend.path_counts`.
+Every request carries exactly the white-box prompt (:mod:`benchc.models.prompt`: one user
+turn, image part first, thinking off through ``chat_template_kwargs``). Per query, one request
+asks for the first answer token's ``top_logprobs`` (``max_tokens`` 1, ``top_logprobs`` 20).
+When the server returns them and every option letter is among them, the option logit of
+letter L is the logsumexp of the log-probs of L's single-token variants (``L``, `` L``, ``▁L``,
+``ĠL``), exactly as SPEC 2 reads white-box logits: one request instead of twenty. Otherwise
+(no log-probs from this server, or a letter outside the top-k) the query falls back to the
+SPEC 3 sampling proxy: N samples at temperature 1.0, replies mapped to letters by
+:mod:`benchc.models.parse`, p_k = (count_k + a) / (N_valid + a K) with Jeffreys a = 0.5,
+``option_logits`` = log p and ``option_mass`` = the share of replies that named an option.
+Rows with no parsable reply are invalid (NaN), never a silent uniform guess. How many queries
+took which path is counted in :attr:`OpenAIProxyBackend.path_counts`.
 
 VSI needs the full next-token distribution, which a server does not give; ``forward(top_k=k)``
 (k <= ``top_logprobs``) returns the served top-k instead, for VSI's documented top-k variant.
+
+Servers differ in what they give. The first query of a session is scored alone and settles
+what the server does with log-probs; fields a server rejects (``logprobs``, ``top_logprobs``,
+``n``, ``seed``, ``top_k``, ...) are dropped once and noted (:mod:`benchc.models.client`); a
+capped or ignored ``n`` is topped up with further requests; the sampling request states the
+parameters it relies on (``temperature``, ``top_p`` 1, no top-k cut) and replies that never
+vary across seeds are reported with the ``--model-args`` that make the server sample.
 """
 
 from __future__ import annotations
@@ -23,11 +33,7 @@ import io
 import json
 import logging
 import math
-import os
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -36,7 +42,9 @@ import numpy as np
 from PIL import Image
 
 from benchc.models.base import Backend, BatchOutput, Capabilities, Query
+from benchc.models.client import ChatClient, ProxyError, RateLimiter
 from benchc.models.parse import PARSER_VERSION, parse_letter
+from benchc.models.prompt import CHAT_VERSION, NO_THINKING, chat_messages, image_url_part
 from benchc.models.source import slug
 from benchc.spec import (
     JEFFREYS_ALPHA,
@@ -49,13 +57,6 @@ from benchc.spec import format_question as _format_question
 
 log = logging.getLogger(__name__)
 
-#: HTTP statuses worth retrying (rate limit, transient server errors).
-RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-
-
-class ProxyError(RuntimeError):
-    """The API kept failing after all retries, or answered with a non-retryable error."""
-
 
 def jeffreys(counts: np.ndarray, alpha: float = JEFFREYS_ALPHA) -> np.ndarray:
     """(count_k + a) / (N_valid + a K) along the last axis; NaN where N_valid = 0 (invalid)."""
@@ -67,11 +68,24 @@ def jeffreys(counts: np.ndarray, alpha: float = JEFFREYS_ALPHA) -> np.ndarray:
     return np.where(n_valid > 0, p, np.nan)
 
 
-def image_data_url(image: np.ndarray) -> str:
-    """A lossless PNG ``data:`` URL of an RGB uint8 array (OpenAI ``image_url`` content)."""
+def image_data_url(image: np.ndarray, encoded: bytes | None = None) -> str:
+    """A lossless PNG ``data:`` URL of an RGB uint8 array (OpenAI ``image_url`` content).
+
+    ``encoded``: the PNG bytes of exactly ``image`` (a corruption-cache file), sent as they are
+    instead of encoding the pixels again."""
+    if encoded is None:
+        encoded = png_bytes(image)
+    return "data:image/png;base64," + base64.b64encode(encoded).decode("ascii")
+
+
+def png_bytes(image: np.ndarray) -> bytes:
+    """Lossless PNG of an RGB uint8 array, fast compression (the server decodes the same
+    pixels whatever the level)."""
     buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(buf, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(
+        buf, format="PNG", compress_level=1
+    )
+    return buf.getvalue()
 
 
 #: Query paths counted in :attr:`OpenAIProxyBackend.path_counts`.
@@ -113,23 +127,38 @@ def token_id(token: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-class RateLimiter:
-    """At most ``per_s`` request starts per second across all threads (``None``: unlimited)."""
+#: Query paths counted in :attr:`OpenAIProxyBackend.path_counts`.
+PATH_LOGPROBS = "logprobs"
+PATH_NO_LOGPROBS = "sampling (server returned no logprobs)"
+PATH_OUTSIDE_TOPK = "sampling (a letter outside the top-k)"
+PATH_SAMPLING = "sampling (logprobs off)"
 
-    def __init__(self, per_s: float | None) -> None:
-        self.interval = 1.0 / per_s if per_s else 0.0
-        self._next = 0.0
-        self._lock = threading.Lock()
+#: Optional request fields, in the order they are dropped when a server rejects a request
+#: without naming the field: least needed first.
+OPTIONAL_FIELDS = (
+    "chat_template_kwargs",
+    "top_k",
+    "top_p",
+    "seed",
+    "n",
+    "top_logprobs",
+    "logprobs",
+)
+#: vLLM's and SGLang's "no top-k cut" (OpenAI has no ``top_k`` and rejects it: then dropped).
+NO_TOP_K = -1
+#: Sampled queries, all with identical replies, after which the server is reported as not
+#: sampling (a server that samples gives some variation on a handful of queries).
+SPIKE_MIN_QUERIES = 8
 
-    def wait(self) -> None:
-        if not self.interval:
-            return
-        with self._lock:
-            now = time.monotonic()
-            start = max(now, self._next)
-            self._next = start + self.interval
-        if start > now:
-            time.sleep(start - now)
+#: What makes a server that ignores ``temperature`` sample, for the warning.
+SAMPLING_FIXES = (
+    'transformers serve: --model-args=\'extra_body={"generation_config": '
+    '"{\\"do_sample\\": true, \\"top_k\\": 0, \\"top_p\\": 1.0}"}\' '
+    '(or serve a copy whose generation_config.json sets "do_sample": true); '
+    "vLLM: start it with --generation-config vllm (the checkpoint's generation defaults "
+    "otherwise override the request); a server that rejects top_k/top_p: check its "
+    "sampling defaults"
+)
 
 
 class OpenAIProxyBackend(Backend):
@@ -137,11 +166,13 @@ class OpenAIProxyBackend(Backend):
     sampling proxy where they do not give every letter (see the module docstring).
 
     The API key is read from the environment variable ``api_key_env`` (no header when unset,
-    e.g. for local servers). ``concurrency`` threads run queries of a batch in parallel,
-    ``rate_limit`` caps request starts per second across them; each request is retried
-    ``max_retries`` times with exponential backoff on network errors and retryable statuses.
-    Request seeds derive from ``seed`` and the query, so a deterministic server gives identical
-    results on rerun. ``logprobs=False`` asks for samples only (servers that reject logprobs).
+    e.g. for local servers). ``concurrency`` threads run queries of a batch in parallel over as
+    many keep-alive connections, ``rate_limit`` caps request starts per second across them;
+    each request is retried ``max_retries`` times with exponential backoff (or the server's
+    ``Retry-After``) on network errors and retryable statuses. Request seeds derive from
+    ``seed`` and the query, so a deterministic server gives identical results on rerun.
+    ``logprobs=False`` asks for samples only; ``extra_body`` is merged into every request
+    (server-specific switches, e.g. ``transformers serve``'s ``generation_config``).
     """
 
     def __init__(
@@ -160,8 +191,9 @@ class OpenAIProxyBackend(Backend):
         timeout_s: float = 120.0,
         rate_limit: float | None = None,
         max_tokens: int = 16,
+        extra_body: dict | None = None,
         seed: int = 0,
-        batch_size: int = 16,
+        batch_size: int | None = None,
     ) -> None:
         if n_samples < 1:
             raise ValueError(f"n_samples must be >= 1, got {n_samples}")
@@ -177,36 +209,58 @@ class OpenAIProxyBackend(Backend):
             raise ValueError(f"rate_limit must be > 0 requests per second, got {rate_limit}")
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+        if extra_body is not None and not isinstance(extra_body, dict):
+            raise ValueError(f"extra_body must be a JSON object, got {extra_body!r}")
         self.model = model
         self.base_url = base_url.rstrip("/")
-        self.api_key_env = api_key_env
         self.logprobs = logprobs
         self.top_logprobs = top_logprobs
         self.n_samples = n_samples
         self.temperature = temperature
         self.concurrency = concurrency
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.timeout_s = timeout_s
         self.max_tokens = max_tokens
+        self.extra_body = dict(extra_body or {})
         self.seed = seed
-        self.batch_size = batch_size
-        self.limiter = RateLimiter(rate_limit)
+        # enough queries per forward to keep every connection busy
+        self.batch_size = batch_size or max(16, 4 * concurrency)
+        self.client = ChatClient(
+            self.base_url,
+            optional=OPTIONAL_FIELDS,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            max_retries=max_retries,
+            backoff_s=backoff_s,
+            timeout_s=timeout_s,
+            rate_limit=rate_limit,
+        )
         #: Queries scored per path (``PATH_*``), in this process.
         self.path_counts: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self._server_has_logprobs: bool | None = None  # learnt from the first answer
+        self._server_has_logprobs: bool | None = None  # settled by the session's first query
+        self._n_cap: int | None = None  # most choices the server returned for a larger n
+        self._sampled = 0  # queries scored by sampling with N >= 2 replies
+        self._spikes = 0  # ... of which every reply was the same text
+        self._pool: ThreadPoolExecutor | None = None
         self.name = slug(model)
         mode = f":lp{top_logprobs}" if logprobs else ""
+        extra = f":tok{max_tokens}" if max_tokens != 16 else ""
+        if self.extra_body:
+            digest = hashlib.sha256(json.dumps(self.extra_body, sort_keys=True).encode())
+            extra += f":extra-{digest.hexdigest()[:12]}"
         self.fingerprint = (
             f"openai:{model}@{self.base_url}:n{n_samples}:t{temperature}:{PROMPT_VERSION}:"
-            f"{PARSER_VERSION}:seed{seed}{mode}"
+            f"{CHAT_VERSION}:{PARSER_VERSION}:seed{seed}{mode}{extra}"
         )
-        self.capabilities = Capabilities(
+
+    @property
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
+        """As configured, narrowed by what the session's first query learnt of the server."""
+        served = self.logprobs and self._server_has_logprobs is not False
+        return Capabilities(
             white_box=False,
-            option_distribution="logprobs" if logprobs else "sampling",
+            option_distribution="logprobs" if served else "sampling",
             full_distribution=False,
-            top_k=top_logprobs if logprobs else 0,
+            top_k=self.top_logprobs if served else 0,
             vision_tower=False,
         )
 
@@ -225,41 +279,56 @@ class OpenAIProxyBackend(Backend):
             )
         if len(queries) == 0:
             raise ValueError("forward() needs at least one query")
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            rows = list(pool.map(self._score, queries))
-        n, k_max = len(queries), max(len(q.options) for q in queries)
-        counts = np.full((n, k_max), -1, dtype=np.int64)
-        unparsed = np.zeros(n, dtype=np.int64)
-        logits = np.full((n, k_max), np.nan, dtype=np.float32)
-        mass = np.zeros(n, dtype=np.float32)
-        for i, (q, row) in enumerate(zip(queries, rows, strict=True)):
-            k = len(q.options)
-            logits[i, :k] = row["option_logits"]
-            mass[i] = row["option_mass"]
-            if "counts" in row:
-                counts[i, :k] = row["counts"]
-                unparsed[i] = row["unparsed"]
-        out: dict = {"option_logits": logits, "option_mass": mass}
-        if any("counts" in r for r in rows):
-            out.update(letter_counts=counts, n_unparsed=unparsed)
-        if top_k is not None:
-            if any("top" not in r for r in rows):
-                raise NotImplementedError(f"{self.base_url} returned no top_logprobs")
-            # rows shorter than top_k (merged duplicate texts) are padded with -inf entries
-            padded = [
-                [*r["top"][:top_k], *((f"\0pad{j}", -np.inf) for j in range(top_k - len(r["top"])))]
-                for r in rows
-            ]
-            out["top_ids"] = np.array([[token_id(t) for t, _ in r] for r in padded], np.int64)
-            out["top_logprobs"] = np.array([[lp for _, lp in r] for r in padded], np.float32)
-        return BatchOutput(**out)
+        rows: list[dict] = []
+        if self._server_has_logprobs is None and self.logprobs:
+            rows.append(self._score(queries[0]))  # alone: it settles what the server gives
+        rows.extend(self._map(self._score, queries[len(rows) :]))
+        if top_k is not None and any("top" not in r for r in rows):
+            raise NotImplementedError(
+                f"{self.base_url} returned no top_logprobs: VSI's top-k variant needs them"
+            )
+        return _batch_output(queries, rows, top_k)
+
+    def _map(self, fn, items: Sequence[Query]) -> list[dict]:
+        if not items:
+            return []
+        if self.concurrency == 1:
+            return [fn(q) for q in items]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="benchc-http")
+        return list(self._pool.map(fn, items))
 
     def notes(self) -> list[str]:
-        """How many queries each path scored (logprobs: one request each; sampling: N)."""
-        if not self.path_counts:
-            return []
-        parts = ", ".join(f"{n} by {path}" for path, n in sorted(self.path_counts.items()))
-        return [f"{self.name} over {self.base_url}: queries scored {parts}"]
+        """How many queries each path scored, and each capability the server lacked."""
+        out = []
+        where = f"{self.name} over {self.base_url}"
+        if self.path_counts:
+            parts = ", ".join(f"{n} by {path}" for path, n in sorted(self.path_counts.items()))
+            out.append(f"{where}: queries scored {parts}")
+        if self.client.dropped:
+            fields = ", ".join(sorted(self.client.dropped))
+            said = next(iter(self.client.dropped.values()))
+            out.append(f"{where}: the server rejects {fields}; left out of requests ({said})")
+        if self._n_cap is not None and self._n_cap < self.n_samples:
+            out.append(
+                f"{where}: the server returns at most {self._n_cap} choice(s) per request; "
+                f"the {self.n_samples} samples of a query take several requests"
+            )
+        if self.client.throttled:
+            out.append(f"{where}: {self.client.throttled} request(s) throttled (Retry-After)")
+        if self.not_sampling():
+            out.append(
+                f"WARNING: {where}: all {self._sampled} sampled queries got one identical reply "
+                f"across their {self.n_samples} samples at temperature {self.temperature}: the "
+                f"server does not sample, so the sampling proxy's option distributions are "
+                f"spikes. Fix: {SAMPLING_FIXES}"
+            )
+        return out
+
+    def not_sampling(self) -> bool:
+        """Every sampled query so far (at least :data:`SPIKE_MIN_QUERIES`) had replies that never
+        varied across seeds."""
+        return self._sampled >= SPIKE_MIN_QUERIES and self._spikes == self._sampled
 
     # ------------------------------------------------------------------------ per query
     def _score(self, query: Query) -> dict:
@@ -272,7 +341,8 @@ class OpenAIProxyBackend(Backend):
             path = PATH_NO_LOGPROBS
         else:
             top = self.top_tokens(query)
-            self._server_has_logprobs = top is not None
+            if self._server_has_logprobs is None:
+                self._server_has_logprobs = top is not None
             if top is None:
                 path = PATH_NO_LOGPROBS
             else:
@@ -283,12 +353,12 @@ class OpenAIProxyBackend(Backend):
                     row["option_logits"] = letters
                     row["option_mass"] = float(np.exp(letters).sum())
         if path != PATH_LOGPROBS:
-            row.update(self._sampled(query))
+            row.update(self._sampled_row(query))
         with self._lock:
             self.path_counts[path] += 1
         return row
 
-    def _sampled(self, query: Query) -> dict:
+    def _sampled_row(self, query: Query) -> dict:
         texts = self.sample_replies(query)
         row = np.zeros(len(query.options), dtype=np.int64)
         unparsed = 0
@@ -298,6 +368,13 @@ class OpenAIProxyBackend(Backend):
                 unparsed += 1
             else:
                 row[idx] += 1
+        if len(texts) >= 2:
+            with self._lock:
+                self._sampled += 1
+                self._spikes += len({t.strip() for t in texts}) == 1
+                warn = self._sampled == SPIKE_MIN_QUERIES and self.not_sampling()
+            if warn:
+                log.warning("%s", self.notes()[-1])
         return {
             "option_logits": np.log(jeffreys(row)),
             "option_mass": row.sum() / len(texts),
@@ -310,7 +387,9 @@ class OpenAIProxyBackend(Backend):
         None when the server returns no log-probs."""
         body = self.request_body(query, 1, self._seed(query, -1))
         body.update(temperature=0.0, max_tokens=1, logprobs=True, top_logprobs=self.top_logprobs)
-        answer = self._post(body, query)
+        for field in ("top_p", "top_k"):
+            body.pop(field, None)
+        answer = self.client.post(body, _what(query))
         try:
             content = answer["choices"][0]["logprobs"]["content"]
             top = content[0]["top_logprobs"]
@@ -325,41 +404,54 @@ class OpenAIProxyBackend(Backend):
             merged[token] = float(np.logaddexp(merged[token], lp)) if token in merged else lp
         return sorted(merged.items(), key=lambda p: (-p[1], p[0]))
 
-    # ------------------------------------------------------------------------ HTTP
-    def request_body(self, query: Query, n: int, seed: int) -> dict:
-        """The chat-completions sampling request for one query (text first, then the image)."""
+    # ------------------------------------------------------------------------ requests
+    def messages(self, query: Query) -> list[dict]:
+        """The chat messages of ``query``: the white-box prompt, image as a PNG data URL (the
+        cache's own bytes when the image came from it)."""
         text = _format_question(query.question, query.options, query.hint)
+        return chat_messages(text, image_url_part(image_data_url(query.image, query.encoded)))
+
+    def request_body(self, query: Query, n: int, seed: int) -> dict:
+        """The chat-completions sampling request for one query: every sampling parameter the
+        proxy relies on stated (temperature, ``top_p`` 1, no top-k cut), thinking off."""
         return {
             "model": self.model,
-            "messages": [
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "text", "text": text},
-                        {"type": "image_url", "image_url": {"url": image_data_url(query.image)}},
-                    ],
-                }
-            ],
+            "messages": self.messages(query),
             "n": n,
             "temperature": self.temperature,
+            "top_p": 1.0,
+            "top_k": NO_TOP_K,
             "max_tokens": self.max_tokens,
             "seed": seed,
+            "chat_template_kwargs": dict(NO_THINKING),
+            **self.extra_body,
         }
 
+    def complete(self, query: Query, *, n: int = 1, temperature: float | None = None) -> dict:
+        """One raw chat-completions answer for ``query`` (``temperature`` 0: greedy)."""
+        body = self.request_body(query, n, self._seed(query, 0))
+        if temperature is not None:
+            body["temperature"] = temperature
+        return self.client.post(body, _what(query))
+
     def sample_replies(self, query: Query) -> list[str]:
-        """N reply texts, asking for all N at once and topping up if the API returns fewer."""
+        """N reply texts, asking for all N at once and topping up with fresh seeds while the
+        server returns fewer (a capped or ignored ``n``)."""
         replies: list[str] = []
         for attempt in range(self.n_samples):
-            if len(replies) >= self.n_samples:
+            want = self.n_samples - len(replies)
+            if want <= 0:
                 break
-            body = self.request_body(
-                query, self.n_samples - len(replies), self._seed(query, attempt)
-            )
-            texts = _choice_texts(self._post(body, query), query)
+            ask = min(want, self._n_cap or want)
+            body = self.request_body(query, ask, self._seed(query, attempt))
+            texts = _choice_texts(self.client.post(body, _what(query)), query)
             if not texts:
                 raise ProxyError(f"{self.base_url} returned no choices for {_what(query)}")
-            replies.extend(texts)
-        return replies[: self.n_samples]
+            if len(texts) < ask and "n" not in self.client.dropped:
+                with self._lock:
+                    self._n_cap = min(self._n_cap or ask, len(texts))
+            replies.extend(texts[:want])
+        return replies
 
     def _seed(self, query: Query, attempt: int) -> int:
         h = hashlib.sha256()
@@ -368,34 +460,33 @@ class OpenAIProxyBackend(Backend):
         h.update(np.ascontiguousarray(query.image).tobytes())
         return int.from_bytes(h.digest()[:4], "big") >> 1
 
-    def _post(self, body: dict, query: Query) -> dict:
-        url = f"{self.base_url}/chat/completions"
-        data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        what = _what(query)
-        last: Exception | None = None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
-            self.limiter.wait()
-            req = urllib.request.Request(url, data=data, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    return json.loads(resp.read().decode())
-            except urllib.error.HTTPError as err:
-                detail = err.read().decode(errors="replace")[:300]
-                if err.code not in RETRY_STATUS:
-                    raise ProxyError(f"{url} answered {err.code} for {what}: {detail}") from err
-                last = err
-            except (urllib.error.URLError, TimeoutError, ConnectionError, ValueError) as err:
-                last = err
-            log.warning("proxy request for %s failed (%s); attempt %d", what, last, attempt + 1)
-        raise ProxyError(
-            f"{url} failed for {what} after {self.max_retries + 1} attempts: {last}"
-        ) from last
+
+def _batch_output(queries: Sequence[Query], rows: Sequence[dict], top_k: int | None) -> BatchOutput:
+    """The per-query rows as one :class:`BatchOutput` (NaN / -1 beyond a row's K)."""
+    n, k_max = len(queries), max(len(q.options) for q in queries)
+    counts = np.full((n, k_max), -1, dtype=np.int64)
+    unparsed = np.zeros(n, dtype=np.int64)
+    logits = np.full((n, k_max), np.nan, dtype=np.float32)
+    mass = np.zeros(n, dtype=np.float32)
+    for i, (q, row) in enumerate(zip(queries, rows, strict=True)):
+        k = len(q.options)
+        logits[i, :k] = row["option_logits"]
+        mass[i] = row["option_mass"]
+        if "counts" in row:
+            counts[i, :k] = row["counts"]
+            unparsed[i] = row["unparsed"]
+    out: dict = {"option_logits": logits, "option_mass": mass}
+    if any("counts" in r for r in rows):
+        out.update(letter_counts=counts, n_unparsed=unparsed)
+    if top_k is not None:
+        # rows shorter than top_k (merged duplicate texts) are padded with -inf entries
+        padded = [
+            [*r["top"][:top_k], *((f"\0pad{j}", -np.inf) for j in range(top_k - len(r["top"])))]
+            for r in rows
+        ]
+        out["top_ids"] = np.array([[token_id(t) for t, _ in r] for r in padded], np.int64)
+        out["top_logprobs"] = np.array([[lp for _, lp in r] for r in padded], np.float32)
+    return BatchOutput(**out)
 
 
 def _choice_texts(answer: dict, query: Query) -> list[str]:
@@ -410,3 +501,6 @@ def _choice_texts(answer: dict, query: Query) -> list[str]:
 
 def _what(query: Query) -> str:
     return f"sample {query.id!r}" if query.id is not None else "query"
+
+
+__all__ = ["OpenAIProxyBackend", "ProxyError", "RateLimiter", "image_data_url", "jeffreys"]

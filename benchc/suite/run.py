@@ -123,12 +123,27 @@ class SuiteRun:
     def _items(self, start: int, stop: int) -> list[tuple[str, object]]:
         return [(self.dataset[i].id, self._pil[i]) for i in range(start, stop)]
 
-    def _queries(self, images: Sequence[np.ndarray], start: int) -> list[Query]:
+    def _queries(
+        self,
+        images: Sequence[np.ndarray],
+        start: int,
+        encoded: Sequence[bytes | None] | None = None,
+    ) -> list[Query]:
+        """Queries of rows ``start:start+len(images)``; ``encoded``: each image's PNG file bytes
+        when it came from the corruption cache (sent to servers as they are)."""
+        files = encoded if encoded is not None else [None] * len(images)
         out = []
-        for offset, image in enumerate(images):
+        for offset, (image, png) in enumerate(zip(images, files, strict=True)):
             s = self.dataset[start + offset]
             out.append(
-                Query(image=image, question=s.question, options=s.options, hint=s.hint, id=s.id)
+                Query(
+                    image=image,
+                    question=s.question,
+                    options=s.options,
+                    hint=s.hint,
+                    id=s.id,
+                    encoded=png,
+                )
             )
         return out
 
@@ -139,18 +154,21 @@ class SuiteRun:
         n = len(self.dataset)
 
         def compute(start: int, stop: int) -> dict[str, np.ndarray]:
-            images = [
-                by_cond[key]
-                for _, by_cond in iter_materialize(
-                    self._items(start, stop),
-                    [key],
-                    image_size=self.image_size,
-                    seed=self.cfg.seed,
-                    cache=self.cache,
-                    workers=self.corruption_workers,
-                )
-            ]
-            out = score(self.backend, self._queries(images, start), batch_size=self.batch_size)
+            images, files = [], []
+            encoded: dict[str, bytes] = {}
+            for _, by_cond in iter_materialize(
+                self._items(start, stop),
+                [key],
+                image_size=self.image_size,
+                seed=self.cfg.seed,
+                cache=self.cache,
+                workers=self.corruption_workers,
+                encoded=encoded,
+            ):
+                images.append(by_cond[key])
+                files.append(encoded.get(key))
+            queries = self._queries(images, start, files)
+            out = score(self.backend, queries, batch_size=self.batch_size)
             logits = np.full((stop - start, self.k_max), np.nan, dtype=np.float32)
             width = out.option_logits.shape[1]
             logits[:, :width] = out.option_logits

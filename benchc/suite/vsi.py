@@ -46,7 +46,10 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
     blurred, located, fallback = run.blurred(start, stop)
     outs = []
     for images in (clean, blurred):
-        out = score(backend, run._queries(images, start), batch_size=run.batch_size, **kwargs)
+        try:
+            out = score(backend, run._queries(images, start), batch_size=run.batch_size, **kwargs)
+        except NotImplementedError as exc:  # a server that turned out to give no log-probs
+            raise VSIUnavailable(f"{backend.name}: {exc}") from exc
         if out.top_ids is None or (kwargs["distribution"] and out.logprobs is None):
             raise VSIUnavailable(f"{backend.name}: the backend returned no next-token distribution")
         outs.append(out)
