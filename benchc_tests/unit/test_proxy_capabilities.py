@@ -1,0 +1,209 @@
+"""Every capability a server may lack, over real HTTP: the reference server with one
+:class:`~benchc.models.serve.Quirks` switched on at a time, the embedded tiny VLM behind it.
+
+`transformers serve` (``-m servers``) shows the same gaps on a server benchc did not write;
+these tests cover each gap one by one, including those that server does not have.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+from benchc.models.base import Query
+from benchc.models.client import ChatClient, retry_after_s
+from benchc.models.prompt import chat_messages
+from benchc.models.proxy import (
+    PATH_LOGPROBS,
+    PATH_NO_LOGPROBS,
+    PATH_OUTSIDE_TOPK,
+    SPIKE_MIN_QUERIES,
+    OpenAIProxyBackend,
+    png_bytes,
+)
+from benchc.models.serve import ChatServer, Quirks, template_messages
+from benchc.spec import format_question
+from benchc_tests.unit.test_models_hf import synthetic_queries, tiny_backend_cached
+
+
+@contextmanager
+def serving(quirks: Quirks = Quirks()):
+    srv = ChatServer(tiny_backend_cached(), seed=0, quirks=quirks)
+    thread = threading.Thread(target=srv.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _proxy(srv: ChatServer, **kw) -> OpenAIProxyBackend:
+    kw.setdefault("concurrency", 1)
+    kw.setdefault("backoff_s", 0.01)
+    return OpenAIProxyBackend("tiny", srv.base_url, **kw)
+
+
+def _image_part(body: dict) -> bytes:
+    url = body["messages"][0]["content"][0]["image_url"]["url"]
+    return base64.b64decode(url.partition(",")[2])
+
+
+# -- one prompt ---------------------------------------------------------------------------------
+def test_requests_carry_the_white_box_prompt_image_first() -> None:
+    """The served request is the white-box chat turn: image part, then the same text, thinking
+    off; the reference server renders it in part order, so text-first renders differently."""
+    tiny = tiny_backend_cached()
+    q = synthetic_queries(1, seed=21)[0]
+    with serving() as srv:
+        _proxy(srv).forward([q])
+    body = srv.bodies[0]
+    parts = body["messages"][0]["content"]
+    assert [p["type"] for p in parts] == ["image_url", "text"]
+    assert parts[1]["text"] == tiny.user_text(q) == format_question(q.question, q.options)
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+    assert len(body["messages"]) == 1 and body["messages"][0]["role"] == "user"
+    messages, image = template_messages(body)
+    np.testing.assert_array_equal(image, q.image)
+    assert tiny.render_messages(messages) == tiny.render(tiny.user_text(q))
+    text_first = [{"role": "user", "content": messages[0]["content"][::-1]}]
+    assert tiny.render_messages(text_first) != tiny.render(tiny.user_text(q))
+    assert chat_messages("x")[0]["content"][0] == {"type": "image"}
+
+
+def test_cache_png_bytes_are_sent_as_stored() -> None:
+    q = synthetic_queries(1, seed=22)[0]
+    stored = png_bytes(q.image) + b""  # what a cache file holds (any valid PNG of the pixels)
+    with serving() as srv:
+        proxy = _proxy(srv)
+        a = proxy.forward([Query(q.image, q.question, q.options, id="a", encoded=stored)])
+        b = proxy.forward([Query(q.image, q.question, q.options, id="b")])
+    assert _image_part(srv.bodies[0]) == stored
+    np.testing.assert_array_equal(a.option_logits, b.option_logits)  # same pixels, same answer
+
+
+# -- log-probs ----------------------------------------------------------------------------------
+def test_no_logprobs_is_learnt_once_then_every_query_samples() -> None:
+    queries = synthetic_queries(6, seed=23)
+    with serving(Quirks(logprobs=False)) as srv:
+        proxy = _proxy(srv, n_samples=4, concurrency=3)
+        out = proxy.forward(queries)
+        assert proxy.capabilities.top_k == 0
+        assert proxy.capabilities.option_distribution == "sampling"
+        with pytest.raises(NotImplementedError, match="returned no top_logprobs"):
+            proxy.forward(queries[:2], top_k=5)
+    asked = [b for b in srv.bodies if b.get("logprobs")]
+    assert len(asked) == 1  # probed once per session, not per query
+    assert proxy.path_counts == {PATH_NO_LOGPROBS: 8}
+    assert np.all(out.letter_counts.sum(1) + out.n_unparsed == 4)
+
+
+def test_letters_outside_the_served_top_k_fall_back_to_sampling() -> None:
+    queries = synthetic_queries(4, seed=24)
+    with serving() as srv:
+        proxy = _proxy(srv, top_logprobs=2, n_samples=3)
+        out = proxy.forward(queries)
+    assert proxy.path_counts == {PATH_OUTSIDE_TOPK: 4}  # 4 options never fit in a top 2
+    assert out.letter_counts is not None and np.all(out.letter_counts.sum(1) <= 3)
+
+
+# -- n ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("max_n", [1, 3])
+def test_capped_or_ignored_n_is_topped_up(max_n: int) -> None:
+    q = synthetic_queries(2, seed=25)
+    with serving(Quirks(max_n=max_n)) as srv:
+        proxy = _proxy(srv, logprobs=False, n_samples=7)
+        out = proxy.forward(q)
+    assert np.all(out.letter_counts.sum(1) + out.n_unparsed == 7)
+    per_query = -(-7 // max_n)
+    # the first query learns the cap (one request of n=7, then asks <= max_n)
+    assert len(srv.bodies) <= 2 * per_query + 1
+    assert all(b["n"] <= max_n for b in srv.bodies[2:])
+    seeds = [b["seed"] for b in srv.bodies]
+    assert len(set(seeds)) == len(seeds)  # every top-up request draws fresh samples
+    assert any(f"at most {max_n} choice(s) per request" in n for n in proxy.notes())
+
+
+# -- rejected fields ----------------------------------------------------------------------------
+def test_fields_rejected_by_name_are_dropped_once_and_noted() -> None:
+    queries = synthetic_queries(5, seed=26)
+    with serving(Quirks(reject=frozenset({"top_k", "seed"}))) as srv:
+        proxy = _proxy(srv, logprobs=False, n_samples=2, concurrency=2)
+        out = proxy.forward(queries)
+    assert np.all(out.letter_counts.sum(1) + out.n_unparsed == 2)
+    assert set(proxy.client.dropped) == {"top_k", "seed"}
+    late = srv.bodies[3:]
+    assert late and all("top_k" not in b and "seed" not in b for b in late)
+    assert all("top_p" in b and "temperature" in b for b in late)
+    assert any("rejects seed, top_k" in n for n in proxy.notes())
+
+
+def test_an_error_naming_nothing_is_narrowed_down_by_dropping_fields() -> None:
+    queries = synthetic_queries(3, seed=27)
+    quirks = Quirks(reject=frozenset({"logprobs"}), opaque_errors=True)
+    with serving(quirks) as srv:
+        proxy = _proxy(srv, n_samples=3)
+        proxy.forward(queries)
+    assert set(proxy.client.dropped) == {"logprobs", "top_logprobs"}
+    assert proxy.path_counts == {PATH_NO_LOGPROBS: 3}
+
+
+def test_a_content_error_is_not_blamed_on_optional_fields() -> None:
+    with serving() as srv:
+        client = ChatClient(srv.base_url, optional=("seed", "n"), backoff_s=0.01)
+        bad = {"model": "m", "messages": [{"role": "user", "content": "no image"}], "seed": 1}
+        with pytest.raises(Exception, match="answered 400"):
+            client.post(bad, "query")
+    assert client.dropped == {}
+
+
+# -- throttling ---------------------------------------------------------------------------------
+def test_429_with_retry_after_is_waited_for() -> None:
+    q = synthetic_queries(1, seed=28)
+    with serving(Quirks(throttle=2, retry_after="0.3")) as srv:
+        proxy = _proxy(srv, max_retries=3)
+        start = time.monotonic()
+        out = proxy.forward(q)
+        waited = time.monotonic() - start
+    assert waited >= 0.6 and proxy.path_counts[PATH_LOGPROBS] == 1
+    assert np.isfinite(out.option_logits).all()
+    assert any("2 request(s) throttled" in n for n in proxy.notes())
+    assert retry_after_s("7") == 7.0 and retry_after_s("junk") is None
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past
+
+
+# -- a server that does not sample --------------------------------------------------------------
+def test_a_server_that_ignores_temperature_is_reported_with_the_fix() -> None:
+    queries = synthetic_queries(SPIKE_MIN_QUERIES, seed=29)
+    with serving(Quirks(greedy_only=True)) as srv:
+        proxy = _proxy(srv, logprobs=False, n_samples=6, concurrency=2)
+        proxy.forward(queries)
+    body = srv.bodies[-1]
+    assert body["temperature"] == 1.0 and body["top_p"] == 1.0 and body["top_k"] == -1
+    assert proxy.not_sampling()
+    warning = proxy.notes()[-1]
+    assert warning.startswith("WARNING") and "does not sample" in warning
+    assert "--model-args='extra_body=" in warning and "do_sample" in warning
+
+
+def test_a_sampling_server_is_not_reported() -> None:
+    queries = synthetic_queries(SPIKE_MIN_QUERIES, seed=29)
+    with serving() as srv:
+        proxy = _proxy(srv, logprobs=False, n_samples=6, concurrency=2)
+        proxy.forward(queries)
+    assert not proxy.not_sampling()
+    assert not any(n.startswith("WARNING") for n in proxy.notes())
+
+
+def test_extra_body_reaches_every_request_and_the_fingerprint() -> None:
+    q = synthetic_queries(1, seed=30)
+    with serving() as srv:
+        proxy = _proxy(srv, extra_body={"generation_config": '{"do_sample": true}'})
+        proxy.forward(q)
+    assert all(b["generation_config"] == '{"do_sample": true}' for b in srv.bodies)
+    assert proxy.fingerprint != _proxy(srv).fingerprint
