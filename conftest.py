@@ -18,7 +18,7 @@ pytest_plugins = ["benchc.plugin"]
 #: Selects a Hypothesis profile (default ``ci``); ``--hypothesis-profile`` wins over it.
 HYPOTHESIS_ENV = "BENCHC_HYPOTHESIS_PROFILE"
 #: Markers whose tests run only when ``-m`` names them (each has its own line in ``.ci/run``).
-OPT_IN_MARKERS = ("architectures", "packaging", "browser", "gate_power", "slow")
+OPT_IN_MARKERS = ("architectures", "packaging", "browser", "gate_power", "slow", "servers")
 
 
 # ``ci``: modest, deterministic, no deadline (shared CI cores are slow and noisy); ``dev``: many
