@@ -30,6 +30,7 @@ from benchc.metrics import (
     STATES,
     TRAJECTORIES,
     GridMetrics,
+    argmax_change_rate,
     auroc_vsi,
     brier,
     ece,
@@ -235,10 +236,17 @@ def vsi_block(run: StoredRun, g: GridMetrics | None) -> dict[str, Any] | None:
     vsi = a["vsi"].astype(np.float64)
     low = vsi < spec.VSI_INSENSITIVE
     changed = a["top1_clean"] != a["top1_blur"]
-    fc, fb = a["features_clean"], a["features_blur"]
-    gap = encoder_llm_gap(vsi, fc, fb, a["top1_clean"], a["top1_blur"])
-    high_probe = None
-    if (~low).sum() >= 10:
+    missing = []
+    k = int(a["vsi_topk"][0]) if "vsi_topk" in a and a["vsi_topk"].size else 0
+    if k:
+        missing.append(f"full next-token distribution (VSI is the top-{k} variant)")
+    fc, fb = a.get("features_clean"), a.get("features_blur")
+    gap = high_probe = None
+    if fc is None or fb is None:
+        missing.append("vision tower (no gap probe: the encoder-LLM gap is undefined)")
+    else:
+        gap = encoder_llm_gap(vsi, fc, fb, a["top1_clean"], a["top1_blur"])
+    if gap is not None and (~low).sum() >= 10:
         try:
             high_probe = probe_accuracy(fc[~low], fb[~low])
         except ValueError:
@@ -265,14 +273,16 @@ def vsi_block(run: StoredRun, g: GridMetrics | None) -> dict[str, Any] | None:
         "median": num(np.median(vsi)),
         "insensitive_fraction": num(insensitive_fraction(vsi)),
         "values": [num(round(float(v), 6)) for v in vsi],
+        "variant": f"vsi_top{k}" if k else "vsi",
+        "missing": missing,
         "gap": {
             "n_low": int(low.sum()),
-            "probe_low": num(gap.probe.accuracy) if gap.probe is not None else None,
-            "probe_low_std": num(gap.probe.fold_std) if gap.probe is not None else None,
-            "change_low": num(gap.change_rate),
+            "probe_low": num(gap.probe.accuracy) if gap and gap.probe is not None else None,
+            "probe_low_std": num(gap.probe.fold_std) if gap and gap.probe is not None else None,
+            "change_low": num(argmax_change_rate(a["top1_clean"][low], a["top1_blur"][low])),
             "probe_high": num(high_probe.accuracy) if high_probe is not None else None,
             "change_high": num(np.mean(changed[~low])) if (~low).any() else None,
-            "gap": num(gap.gap),
+            "gap": num(gap.gap) if gap is not None else None,
         },
         "signals": signals,
         "fallbacks": int(a["fallback"].sum()) if "fallback" in a else 0,
@@ -312,6 +322,19 @@ def series_from_run(run: StoredRun, label: str, *, n_boot: int = N_BOOT) -> dict
             families=families(cv, run.corruptions, run.severities),
         )
     out["vsi"] = vsi_block(run, g)
+    out["missing"] = run_missing(run, out["vsi"])
+    return out
+
+
+def run_missing(run: StoredRun, vsi: dict[str, Any] | None) -> list[str]:
+    """What this run could not give, in words (a server run: no tower, top-k VSI, no VSI)."""
+    out = []
+    if run.grid is None:
+        out.append("Bench-C grid (no complete corruption x severity grid stored)")
+    if vsi is None:
+        out.append("VSI (no VSI arrays stored: the backend gave no next-token log-probabilities)")
+    else:
+        out.extend(vsi["missing"])
     return out
 
 

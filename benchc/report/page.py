@@ -282,7 +282,18 @@ def _signals(doc: dict[str, Any]) -> str:
         '</table><p class="note">Errors and confidences are the clean option '
         "answer's; AUROC_VSI scores errors by −VSI, PRR@80 rejects by −VSI.</p>"
     )
+    rows.append(_lacks(doc))
     return "\n".join(rows)
+
+
+def _lacks(doc: dict[str, Any]) -> str:
+    """One line per series that could not give everything (server runs: no tower, top-k
+    VSI, no VSI), so a gap in the page is explained, never silent."""
+    return "".join(
+        f'<p class="note missing">{e(s["label"])} lacks: {e("; ".join(s["missing"]))}</p>'
+        for s in doc["series"]
+        if s.get("missing")
+    )
 
 
 def _bars(p: Sequence[float | None], answer: int, pred: int, cls: str) -> list[str]:
@@ -374,7 +385,7 @@ def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None 
         if key == "plane":
             parts.append(extra["plane_after"])
         if key == "vsi" and not by_section.get("vsi"):
-            parts = ['<p class="note">no VSI arrays stored for this run</p>']
+            parts = ['<p class="note">no VSI arrays stored for this run</p>', _lacks(doc)]
         body.append(
             f'<section class="report-section" id="{key}"><h2>{e(title)}</h2>'
             f"{''.join(parts)}</section>"

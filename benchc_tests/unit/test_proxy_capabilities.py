@@ -30,10 +30,12 @@ from benchc.models.serve import ChatServer, Quirks, template_messages
 from benchc.spec import format_question
 from benchc_tests.unit.test_models_hf import synthetic_queries, tiny_backend_cached
 
+pytest_plugins = ["pytester"]
+
 
 @contextmanager
-def serving(quirks: Quirks = Quirks()):
-    srv = ChatServer(tiny_backend_cached(), seed=0, quirks=quirks)
+def serving(quirks: Quirks | None = None):
+    srv = ChatServer(tiny_backend_cached(), seed=0, quirks=quirks or Quirks())
     thread = threading.Thread(target=srv.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
@@ -207,3 +209,65 @@ def test_extra_body_reaches_every_request_and_the_fingerprint() -> None:
         proxy.forward(q)
     assert all(b["generation_config"] == '{"do_sample": true}' for b in srv.bodies)
     assert proxy.fingerprint != _proxy(srv).fingerprint
+
+
+# -- the suite, the report and compare on what a server can give --------------------------------
+
+def _suite_args(srv: ChatServer, tmp_path, name: str, data) -> list[str]:
+    return [
+        "suite",
+        f"--model=openai:tiny@{srv.base_url}",
+        "--model-args=concurrency=2,n_samples=4",
+        f"--dataset={data}",
+        "--corruptions=pixelate",
+        "--severities=2",
+        f"--results-dir={tmp_path / f'results-{name}'}",
+        f"--cache-dir={tmp_path / 'cache'}",
+        f"--thresholds-dir={tmp_path / f'thresholds-{name}'}",
+        f"--report={tmp_path / f'report-{name}'}",
+        "-p",
+        "no:randomly",
+    ]
+
+
+def test_suite_report_and_compare_read_every_run_a_server_gives(pytester, tmp_path) -> None:
+    """A server without log-probs: the grid by sampling, VSI UNCHECKED (no traceback), the
+    report says what is missing; a log-prob server: top-k VSI with no tower. ``benchc report``
+    and ``benchc compare`` read both."""
+    import json
+
+    from benchc.cli import main
+    from benchc.data import save_jsonl
+    from benchc.data.synthetic import generate
+    from benchc_tests.unit.suite_project import make_suite_project
+
+    data = tmp_path / "five"
+    save_jsonl(generate(5, 12), data)
+    project = make_suite_project(pytester)
+    runs = {}
+    for name, quirks in (("sampling", Quirks(logprobs=False)), ("topk", Quirks())):
+        with serving(quirks) as srv:
+            args = _suite_args(srv, tmp_path, name, data)
+            result = project.runpytest_inprocess(*args, "--snapshot-update")
+            vsi_passed = 2 if name == "topk" else 0
+            result.assert_outcomes(passed=8 + vsi_passed, skipped=2 - vsi_passed)
+            out = result.stdout.str()
+            assert "Traceback" not in out
+            if name == "sampling":
+                assert "UNCHECKED insensitive_fraction in vsi" in out
+                assert "queries scored 10 by sampling (server returned no logprobs)" in out
+        doc = json.loads((tmp_path / f"report-{name}" / "report.json").read_text())
+        runs[name] = doc["series"][0]
+        stored = sorted((tmp_path / f"results-{name}" / "tiny").iterdir())
+        assert len(stored) == 1
+        assert main(["report", str(stored[0]), "--baseline", str(tmp_path / f"thresholds-{name}"),
+                     "--out", str(tmp_path / f"offline-{name}")]) == 0  # fmt: skip
+    assert runs["sampling"]["vsi"] is None
+    assert any(m.startswith("VSI (no VSI arrays") for m in runs["sampling"]["missing"])
+    assert runs["topk"]["vsi"]["variant"] == "vsi_top20"
+    assert runs["topk"]["vsi"]["gap"]["gap"] is None
+    assert any("vision tower" in m for m in runs["topk"]["missing"])
+    both = [str(next((tmp_path / f"results-{n}" / "tiny").iterdir())) for n in runs]
+    assert main(["compare", *both, "--out", str(tmp_path / "compare")]) == 0
+    page = (tmp_path / "compare" / "report.html").read_text()
+    assert page.count('class="note missing"') == 2
