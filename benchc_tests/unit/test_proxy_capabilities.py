@@ -213,6 +213,7 @@ def test_extra_body_reaches_every_request_and_the_fingerprint() -> None:
 
 # -- the suite, the report and compare on what a server can give --------------------------------
 
+
 def _suite_args(srv: ChatServer, tmp_path, name: str, data) -> list[str]:
     return [
         "suite",
