@@ -13,6 +13,7 @@ import pytest
 
 from benchc.data.images import prepare
 from benchc.data.loaders import load_dataset
+from benchc.fsutil import slug
 from benchc.models.base import Query
 from benchc.models.parse import parse_letter
 from benchc.models.proxy import PATH_NO_LOGPROBS, SPIKE_MIN_QUERIES, OpenAIProxyBackend
@@ -104,3 +105,59 @@ def test_a_server_that_does_not_sample_is_reported(transformers_serve) -> None:
     notes = "\n".join(proxy.notes())
     assert proxy.not_sampling() and "WARNING" in notes and "generation_config" in notes
     assert "at most 1 choice(s) per request" in notes  # n is ignored: one choice each
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_the_suite_runs_end_to_end_over_transformers_serve(
+    transformers_serve, pytester, tmp_path
+) -> None:
+    """Record, then check, a 12-sample x 2-cell suite over the real server: every gate is
+    recorded and passes; the summary names each gap (no log-probs: sampling; ``n`` ignored;
+    ``top_k`` rejected; VSI UNCHECKED, a failure under --strict-gates); the report reads it."""
+    from benchc.cli import main
+    from benchc.data import save_jsonl
+    from benchc.data.synthetic import generate
+    from benchc_tests.unit.suite_project import make_suite_project
+
+    data = tmp_path / "twelve"
+    save_jsonl(generate(12, 5), data)
+    project = make_suite_project(pytester)
+    extra = json.dumps(SAMPLE)
+    args = [
+        "suite",
+        f"--model={transformers_serve.spec}",
+        f"--model-args=concurrency=2,n_samples=6,max_tokens=2,extra_body={extra}",
+        f"--dataset={data}",
+        "--corruptions=gaussian_noise",
+        "--severities=1,5",
+        f"--results-dir={tmp_path / 'results'}",
+        f"--cache-dir={tmp_path / 'cache'}",
+        f"--thresholds-dir={tmp_path / 'thresholds'}",
+        f"--report={tmp_path / 'report'}",
+        "-p",
+        "no:randomly",
+    ]
+    cases = 2 + 1 + 6  # two cells, the noise family, the model-level gates
+    result = project.runpytest_inprocess(*args, "--snapshot-update")
+    result.assert_outcomes(passed=cases, skipped=2)
+    out = result.stdout.str()
+    assert "Traceback" not in out and "WARNING" not in out
+    for line in (
+        "*queries scored 36 by sampling (server returned no logprobs)*",
+        "*the server rejects top_k; left out of requests*",
+        "*at most 1 choice(s) per request*",
+        "UNCHECKED gap in vsi: *",
+        "UNCHECKED insensitive_fraction in vsi: *",
+    ):
+        result.stdout.fnmatch_lines([line])
+    result = project.runpytest_inprocess(*args)
+    result.assert_outcomes(passed=cases, skipped=2)
+    result = project.runpytest_inprocess(*args, "--strict-gates")
+    result.assert_outcomes(passed=cases, failed=2)
+    doc = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert doc["series"][0]["vsi"] is None and doc["series"][0]["missing"]
+    stored = next((tmp_path / "results" / slug(transformers_serve.model)).iterdir())
+    assert main(["report", str(stored), "--baseline", str(tmp_path / "thresholds"),
+                 "--out", str(tmp_path / "offline")]) == 0  # fmt: skip
