@@ -248,8 +248,8 @@ class SuiteRun:
         ]
 
     def blurred(self, start: int, stop: int) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-        """Region-blurred images (SPEC 5), and bool arrays marking regions found by the locator
-        and whole-image fallbacks (no annotation and no located region)."""
+        """Region-blurred images (docs/spec.md §5), and bool arrays marking regions found by the
+        locator and whole-image fallbacks (no annotation and no located region)."""
         n = stop - start
         images, located, fallback = [], np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         for offset, (i, array) in enumerate(

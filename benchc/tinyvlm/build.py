@@ -140,7 +140,7 @@ def train_tokenizer(lines: Iterable[str], vocab_size: int):
         show_progress=False,
     )
     lines = list(lines)
-    # Single letters and space-prefixed letters must be single tokens (SPEC section 2 variants).
+    # Single letters and space-prefixed letters must be single tokens (docs/spec.md §2 variants).
     # Word counts decide merge order, so a heavy line makes every " X" merge come first.
     lines += ["".join(f" {c}" for c in LETTERS) * 1000]
     tok.train_from_iterator(lines, trainer=trainer)
