@@ -24,6 +24,16 @@ class VSIUnavailable(RuntimeError):
     """The backend exposes no next-token distribution or no vision tower."""
 
 
+def vsi_arrays(run: SuiteRun) -> dict[str, np.ndarray]:
+    """Per-sample VSI arrays of ``run``'s dataset (see :func:`compute_vsi_batch`), computed batch by
+    batch through its results store under ``run.vsi_name``, so a killed run resumes."""
+
+    def compute(start: int, stop: int) -> dict[str, np.ndarray]:
+        return compute_vsi_batch(run, start, stop)
+
+    return run.store.get_or_compute(run.vsi_name, len(run.dataset), run.chunk_rows, compute)
+
+
 def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndarray]:
     """Rows ``start:stop``: ``vsi``, ``top1_clean``/``top1_blur``, ``located`` (region from the
     locator), ``fallback`` (whole-image blur: no annotation and no located region), and, as the
