@@ -4,7 +4,7 @@ Data flows one way, one subpackage per stage::
 
     data -> corruptions -> models -> results -> metrics -> gates / report
 
-``benchc.spec`` holds the constants every stage agrees on (SPEC.md sections 1-6).
+``benchc.spec`` holds the constants every stage agrees on (docs/spec.md §1-§6).
 """
 
 __version__ = "0.1.0"

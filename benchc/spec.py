@@ -1,6 +1,8 @@
-"""Constants fixed by SPEC.md that every stage shares.
+"""Constants fixed by the project's specification, docs/spec.md, that every stage shares.
 
-Keeping them in one module means a corruption name, a letter or a threshold is spelled once.
+docs/spec.md §1-§6 say what each constant means and where it comes from in the papers; the
+comments below name the section. Keeping them in one module means a corruption name, a letter
+or a threshold is spelled once.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ CORRUPTIONS: Final[tuple[str, ...]] = (
     "saturate",
 )
 
-#: Corruption families (SPEC section 1), used for plots and ``-k`` selection.
+#: Corruption families (docs/spec.md §1), used for plots and ``-k`` selection.
 FAMILIES: Final[dict[str, tuple[str, ...]]] = {
     "noise": ("gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise"),
     "blur": ("defocus_blur", "glass_blur", "motion_blur", "zoom_blur", "gaussian_blur"),
@@ -49,7 +51,7 @@ LETTERS: Final[str] = string.ascii_uppercase
 MIN_OPTIONS: Final[int] = 2
 MAX_OPTIONS: Final[int] = 26
 
-#: The instruction closing every user turn (SPEC section 2).
+#: The instruction closing every user turn (docs/spec.md §2).
 ANSWER_INSTRUCTION: Final[str] = "Answer with the option's letter from the given choices directly."
 #: Bumped whenever the prompt text changes, so cached model outputs are invalidated.
 PROMPT_VERSION: Final[str] = "benchc-prompt-1"
@@ -59,21 +61,21 @@ OPTION_MASS_FLAG: Final[float] = 0.5
 #: |dC| or |dS| below this counts as the boundary sign regime (Table IV).
 BOUNDARY_EPS: Final[float] = 1e-6
 
-#: VSI (SPEC section 5).
+#: VSI (docs/spec.md §5).
 VSI_SIGMA: Final[float] = 20.0
 VSI_DILATE_PX: Final[int] = 4
 VSI_INSENSITIVE: Final[float] = 0.05
 VSI_TOPK: Final[int] = 50
 VSI_FLOOR: Final[float] = 1e-12
 
-#: Black-box sampling proxy (SPEC section 3).
+#: Black-box sampling proxy (docs/spec.md §3).
 PROXY_SAMPLES: Final[int] = 20
 PROXY_TEMPERATURE: Final[float] = 1.0
 JEFFREYS_ALPHA: Final[float] = 0.5
 
 #: Default global seed for corruptions, bootstrap and selection.
 DEFAULT_SEED: Final[int] = 0
-#: Default longer image side for real models (SPEC section 1).
+#: Default longer image side for real models (docs/spec.md §1).
 DEFAULT_IMAGE_SIZE: Final[int] = 448
 
 CLEAN: Final[str] = "clean"

@@ -46,7 +46,7 @@ from benchc.suite.config import (
 from benchc.suite.figures import family_cells
 from benchc.suite.run import SuiteRun, default_corruption_workers
 from benchc.suite.session import open_backend, open_dataset
-from benchc.suite.vsi import vsi_evidence
+from benchc.suite.vsi import vsi_arrays, vsi_evidence
 
 
 @dataclass
@@ -68,7 +68,7 @@ def run_variant(cfg: SuiteConfig, *, batch_size=None, dtype=None, hook=None) -> 
     grid = grid_evidence(grid_run, vcfg.conditions)
     vsi_cfg = replace(vcfg, dataset=cfg.resolved_vsi_dataset())
     vsi_run = SuiteRun(vsi_cfg, open_dataset(vsi_cfg), backend, corruption_workers=workers)
-    return Outputs(grid, vsi_evidence(vsi_run.vsi(), vsi_run.ids))
+    return Outputs(grid, vsi_evidence(vsi_arrays(vsi_run), vsi_run.ids))
 
 
 def cases(out: Outputs) -> dict[str, tuple[str, str, Evidence]]:

@@ -1,4 +1,5 @@
-"""Pluggable region locators for VSI (SPEC 5: annotation, else a locator, else the whole image).
+"""Pluggable region locators for VSI (docs/spec.md §5: annotation, else a locator, else the
+whole image).
 
 A locator maps an image to the box VSI should blur, or ``None`` when it finds nothing useful (the
 suite then blurs the whole image and counts the fallback). Locators are model-independent, like
@@ -58,7 +59,7 @@ class ForegroundLocator:
         return box
 
 
-#: Built-in locators by name; ``none`` keeps SPEC 5's whole-image fallback.
+#: Built-in locators by name; ``none`` keeps the whole-image fallback of docs/spec.md §5.
 LOCATORS: dict[str, Callable[[], RegionLocator | None]] = {
     "none": lambda: None,
     "foreground": ForegroundLocator,

@@ -1,4 +1,4 @@
-"""VSI perturbations (SPEC section 5): Gaussian blur inside a dilated region, or everywhere.
+"""VSI perturbations (docs/spec.md §5): Gaussian blur inside a dilated region, or everywhere.
 
 The blur uses kernel size 4 sigma + 1 (radius round(2 sigma)), reflect borders, and is computed on
 the whole image so pixels near the region edge see their true neighbours; only pixels inside the

@@ -13,9 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchc.data.errors import Location, SampleError
 from benchc.data.limits import read_image_file, resolve_inside
 from benchc.data.sample import Dataset, Sample
-from benchc.data.validate import Collector, Location, SampleError
+from benchc.data.validate import Collector
 from benchc.spec import LETTERS
 
 ID_COLUMNS = ("id", "index", "question_id", "sample_id")

@@ -1,6 +1,6 @@
 """Image normalisation shared by loaders and the corruption engine: RGB uint8, resized first.
 
-SPEC section 1: images are converted to RGB uint8 and resized (aspect kept, longer side =
+docs/spec.md §1: images are converted to RGB uint8 and resized (aspect kept, longer side =
 image size) *before* corruption, because corruption severities are pixel-absolute.
 """
 

@@ -24,8 +24,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from benchc.data.errors import Location, SampleError
 from benchc.data.images import MIN_SIDE
-from benchc.data.validate import Location, SampleError
 
 #: Question + hint + all options, in characters.
 MAX_TEXT_CHARS = 16_000

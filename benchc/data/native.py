@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from benchc.data.errors import Location, SampleError
 from benchc.data.limits import check_image_dims, read_image_file, resolve_inside
 from benchc.data.sample import Dataset, Sample
-from benchc.data.validate import Collector, Location, SampleError
+from benchc.data.validate import Collector
 
 DEFAULT_JSONL = "samples.jsonl"
 

@@ -1,4 +1,4 @@
-"""The sample and dataset model of SPEC section 1: what every later stage consumes.
+"""The sample and dataset model of docs/spec.md §1: what every later stage consumes.
 
 A ``Sample`` is immutable and holds its image as encoded bytes, so a dataset of a few thousand
 samples stays small in memory and its fingerprint is a hash of what is on disk.

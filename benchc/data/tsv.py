@@ -20,9 +20,10 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from benchc.data.errors import Location, SampleError
 from benchc.data.limits import MAX_IMAGE_BYTES, read_image_file, resolve_inside
 from benchc.data.sample import Dataset, Sample
-from benchc.data.validate import Collector, Location, SampleError, check_text
+from benchc.data.validate import Collector, check_text
 from benchc.spec import LETTERS
 
 MISSING = frozenset({"", "nan", "NaN", "NA", "N/A", "null", "NULL", "<NA>"})

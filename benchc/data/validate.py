@@ -13,66 +13,18 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from benchc.data.errors import Location, SampleError
 from benchc.data.fingerprint import fingerprint
+from benchc.data.limits import check_image_dims, check_text_limits
 from benchc.data.sample import Dataset, Sample
 from benchc.spec import LETTERS, MAX_OPTIONS, MIN_OPTIONS
 
-#: The kinds of bad input a loader reports (the prefix of every ``Dataset.skipped`` reason).
-ERROR_KINDS = (
-    "missing_image",
-    "undecodable_image",
-    "answer_out_of_range",
-    "bad_answer",
-    "bad_option_count",
-    "duplicate_id",
-    "empty_question",
-    "non_utf8",
-    "bad_record",
-    "bad_region",
-    "path_outside_root",
-    "text_too_long",
-    "image_token_in_text",
-    "image_too_large",
-    "image_too_small",
-    "image_too_thin",
-    "prompt_too_long",
-)
-
 _SURROGATE = re.compile("[\udc80-\udcff]")
-
-
-@dataclass(frozen=True)
-class Location:
-    """Where a record came from, for error messages."""
-
-    file: str
-    line: int | None = None
-    sample_id: str | None = None
-    #: ``"line"`` (1-based, text files) or ``"row"`` (0-based, Hugging Face datasets).
-    unit: str = "line"
-
-    def key(self) -> str:
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
-
-    def __str__(self) -> str:
-        where = self.file if self.line is None else f"{self.file}, {self.unit} {self.line}"
-        return f"{where}, sample {self.sample_id!r}" if self.sample_id is not None else where
-
-
-class SampleError(ValueError):
-    """A bad record. ``kind`` is one of :data:`ERROR_KINDS`; the message names the location."""
-
-    def __init__(self, kind: str, location: Location, detail: str) -> None:
-        self.kind = kind
-        self.location = location
-        self.detail = detail
-        super().__init__(f"{location}: {kind}: {detail}")
 
 
 def check_text(value: Any, field: str, loc: Location, *, allow_empty: bool = False) -> str:
@@ -121,8 +73,6 @@ def image_size(data: bytes, loc: Location) -> tuple[int, int]:
     """Check the header against the size limits, then fully decode the image (truncated files
     fail here, not mid-run); return (W, H). An oversized image is never decoded."""
     import warnings
-
-    from benchc.data.limits import check_image_dims
 
     try:
         with warnings.catch_warnings():
@@ -199,8 +149,6 @@ def build_sample(
     opts = tuple(check_text(o, f"option {LETTERS[i]}", loc) for i, o in enumerate(options))
     ans = parse_answer(answer, len(opts), loc)
     hint = (meta or {}).get("hint")
-    from benchc.data.limits import check_text_limits
-
     check_text_limits(
         [("question", q)]
         + ([("hint", hint)] if isinstance(hint, str) else [])

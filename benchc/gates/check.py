@@ -1,4 +1,4 @@
-"""The one gate decision: ``check(baseline, current) -> Verdict`` (SPEC 6).
+"""The one gate decision: ``check(baseline, current) -> Verdict`` (docs/spec.md §6).
 
 Pure: two payloads with their evidence in, a verdict out. The pytest cases, the syrupy
 comparator and the report all call it, so a figure can never pass in one and fail in another.
@@ -264,8 +264,8 @@ def check(
 
 
 def describe(outcome: Outcome, current: Payload) -> list[str]:
-    """The failure text SPEC 6 asks for: figure, scope, baseline, current, tolerance, MDR and
-    the samples that contributed most."""
+    """The failure text docs/spec.md §6 asks for: figure, scope, baseline, current, tolerance,
+    MDR and the samples that contributed most."""
     o, r, s = outcome, outcome.rule, outcome.spec
     lines = [
         f"gate {o.status.upper()}: {s.name} in {o.scope} ({s.label}; "

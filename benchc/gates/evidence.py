@@ -8,8 +8,8 @@ values that explain a move, and a benign re-measurement of itself (the no-change
 sets a gate's minimal detectable regression).
 
 Two kinds, one small ABC (after hypothesis' strategies): :class:`GridEvidence` (option logits
-of a corruption x severity grid, SPEC 2/4) and :class:`VSIEvidence` (per-sample VSI, argmax
-change and held-out probe correctness, SPEC 5).
+of a corruption x severity grid, docs/spec.md §2 and §4) and :class:`VSIEvidence` (per-sample
+VSI, argmax change and held-out probe correctness, docs/spec.md §5).
 """
 
 from __future__ import annotations

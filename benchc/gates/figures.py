@@ -7,8 +7,8 @@ computes it, and which per-sample values explain a move. Everything else reads t
 the plugin parametrises cases from it, payload builders fill it, the default rules come from it,
 and the report labels with it.
 
-Levels: ``cell`` (one corruption x severity), ``family`` (a corruption family's cells, SPEC 1),
-``model`` (the selected grid) and ``vsi`` (the VSI set, SPEC 5).
+Levels: ``cell`` (one corruption x severity), ``family`` (a corruption family's cells,
+docs/spec.md §1), ``model`` (the selected grid) and ``vsi`` (the VSI set, docs/spec.md §5).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Gate rules parsed from ``figure:direction:floor=X[:z=Y]`` strings (SPEC section 6).
+"""Gate rules parsed from ``figure:direction:floor=X[:z=Y]`` strings (docs/spec.md §6).
 
 The same string form lives in the snapshot JSON, as pytest-benchmark's
 ``--benchmark-compare-fail=min:5%`` does: a reviewer reads and edits a rule in place.

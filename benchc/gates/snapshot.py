@@ -2,7 +2,7 @@
 
 syrupy stores and recalls the files and handles ``--snapshot-update``; the mixins decide where
 the files live (``thresholds/<model-slug>/<case>.json``), how a payload becomes JSON, and what
-"matches" means: :func:`benchc.gates.check` (paired, one-sided, SPEC 6) instead of byte
+"matches" means: :func:`benchc.gates.check` (paired, one-sided, docs/spec.md §6) instead of byte
 equality. Under ``--snapshot-update`` a match is exact equality, so improvements are recorded.
 """
 

@@ -308,13 +308,13 @@ def compute_grid(
     valid: np.ndarray | None = None,
     corruptions: tuple[str, ...] | None = None,
 ) -> GridMetrics:
-    """Compute every Bench-C figure (SPEC 4) for one model.
+    """Compute every Bench-C figure (docs/spec.md §4) for one model.
 
     ``logits_clean`` (N, K_max), ``logits_corrupt`` (N, D, L, K_max) NaN-padded option logits;
     ``answers`` (N,) int; ``n_options`` (N,) int or None to read K from the padding; ``valid``
     (N, D, L) bool marks usable corrupted pairs (default all; invalid pairs may hold NaN logits
-    and are excluded everywhere). ``corruptions`` names the D axis (default the 19 SPEC names
-    when D = 19). Raises ``ValueError`` naming the offending index on bad input.
+    and are excluded everywhere). ``corruptions`` names the D axis (default the 19 names of
+    docs/spec.md §1 when D = 19). Raises ``ValueError`` naming the offending index on bad input.
     """
     lc = np.asarray(logits_clean)
     lx = np.asarray(logits_corrupt)

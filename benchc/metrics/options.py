@@ -1,4 +1,4 @@
-"""Option distributions from option logits (SPEC section 2) and the per-distribution terms S and C.
+"""Option distributions from option logits (docs/spec.md §2) and the per-distribution terms S and C.
 
 Every array here has the sample on axis 0 and the option on the last axis; anything in between
 (conditions, corruptions, severities) is broadcast. A sample with K < K_max options is NaN-padded
@@ -84,7 +84,7 @@ def validate_option_logits(
         )
     if not np.issubdtype(logits.dtype, np.floating):
         raise ValueError(f"{name}: option logits must be floating point, got dtype {logits.dtype}")
-    if logits.dtype.itemsize > 4:  # the softmax runs in float32 (SPEC 2)
+    if logits.dtype.itemsize > 4:  # the softmax runs in float32 (docs/spec.md §2)
         big = np.abs(np.nan_to_num(logits, nan=0.0, posinf=0.0, neginf=0.0)) > F32_MAX
         if skip is not None:
             big &= ~np.asarray(skip, dtype=bool)[..., None]
@@ -197,8 +197,8 @@ def top_option_first(pt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def option_probs(logits: np.ndarray, n_options: np.ndarray) -> np.ndarray:
-    """Softmax over each sample's K options in float32 (SPEC 2), shape of ``logits``; padding
-    becomes exactly 0.
+    """Softmax over each sample's K options in float32 (docs/spec.md §2), shape of ``logits``;
+    padding becomes exactly 0.
 
     Inputs are assumed validated (see :func:`validate_option_logits`). Entries whose logits are
     all NaN (skipped invalid pairs) come out all NaN.
@@ -235,7 +235,7 @@ def alignment_from_top(pred: np.ndarray, conf: np.ndarray, answers: np.ndarray) 
 
 def low_option_mass(option_mass: np.ndarray, threshold: float = OPTION_MASS_FLAG) -> np.ndarray:
     """Flag (N,) samples whose letters carry < ``threshold`` of the full-vocabulary mass at the
-    answer position (SPEC 2): the model is not answering with a letter there."""
+    answer position (docs/spec.md §2): the model is not answering with a letter there."""
     m = np.asarray(option_mass, dtype=np.float64)
     bad = np.nonzero(~((m >= 0) & (m <= 1 + 1e-6)))[0]
     if bad.size:

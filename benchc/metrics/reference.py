@@ -1,4 +1,4 @@
-"""A plain-Python, one-pair-at-a-time Bench-C reference (SPEC 2 and 4).
+"""A plain-Python, one-pair-at-a-time Bench-C reference (docs/spec.md §2 and §4).
 
 The vectorised core is checked against it in the tests and timed against it in
 ``benchmarks/bench_metrics.py``; keeping one copy means both compare with the same oracle.

@@ -118,7 +118,7 @@ def state_attribution(
 
 def mixed_cell_rate(r_c: np.ndarray, r_w: np.ndarray) -> float:
     """100 x share of cells with R_c < 0 and R_w > 0, over cells where both are defined
-    (SPEC 4); NaN when no cell has both."""
+    (docs/spec.md §4); NaN when no cell has both."""
     r_c = np.asarray(r_c, dtype=np.float64)
     r_w = np.asarray(r_w, dtype=np.float64)
     both = ~np.isnan(r_c) & ~np.isnan(r_w)

@@ -1,4 +1,5 @@
-"""Severity trajectories per (sample, corruption) and class-conditioned means (SPEC 4, Fig. 6).
+"""Severity trajectories per (sample, corruption) and class-conditioned means (docs/spec.md §4,
+Fig. 6).
 
 A trajectory is the corrupted-correctness path over severities 1..L (axis -1, in severity order).
 """

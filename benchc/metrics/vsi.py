@@ -1,4 +1,4 @@
-"""VSI metrics (SPEC 5): KL of the next-token distribution under a localised blur, the
+"""VSI metrics (docs/spec.md §5): KL of the next-token distribution under a localised blur, the
 insensitive fraction, argmax change rate, and the encoder-LLM gap from a grouped linear probe.
 
 Layouts: full log-distributions ``logp`` (N, V); top-k ``ids`` (N, k) int and ``logp`` (N, k);
@@ -88,7 +88,8 @@ def vsi_topk(
     floor: float = VSI_FLOOR,
 ) -> np.ndarray:
     """``vsi_top50``: KL over the union of both top-k supports; each distribution restricted to
-    the union with a ``floor`` for tokens outside its own top-k, then renormalised (SPEC 5)."""
+    the union with a ``floor`` for tokens outside its own top-k, then renormalised
+    (docs/spec.md §5)."""
     ids = [np.asarray(ids_clean), np.asarray(ids_perturbed)]
     lps = [np.asarray(logp_clean, dtype=np.float64), np.asarray(logp_perturbed, dtype=np.float64)]
     names = ("clean", "perturbed")
@@ -157,7 +158,8 @@ def probe_accuracy(
     image_ids: np.ndarray | None = None,
 ) -> ProbeResult:
     """L2 logistic regression (C = 1) on l2-normalised features, clean (0) vs perturbed (1),
-    ``n_splits``-fold cross-validation grouped by image so both views share a fold (SPEC 5).
+    ``n_splits``-fold cross-validation grouped by image so both views share a fold
+    (docs/spec.md §5).
     ``image_ids`` (one per row) groups repeated rows too, as a bootstrap resample has them: a
     copy of a training image in the test fold would let the probe recall it, not generalise.
     ``accuracy`` pools every held-out view. Deterministic: GroupKFold without shuffling and
@@ -236,9 +238,9 @@ def encoder_llm_gap(
     """Probe accuracy minus argmax change rate, both read on the samples with VSI < threshold.
 
     The probe is fitted with grouped folds over *all* samples and each sample's held-out
-    correctness is read on the low-VSI subset (benchc's reading of SPEC 5: the classifier does
-    not change with the subset, so a baseline and a current run are compared on one
-    definition, and five times more images train it). ``image_ids`` marks repeated rows.
+    correctness is read on the low-VSI subset (a known departure, docs/spec.md §5: the
+    classifier does not change with the subset, so a baseline and a current run are compared on
+    one definition, and five times more images train it). ``image_ids`` marks repeated rows.
     Undefined (NaN gap, no probe) with too few distinct images for ``n_splits`` folds, or an
     empty subset.
     """

@@ -91,9 +91,9 @@ def model_case(run: SuiteRun, figure: str, *, z_for: ZFor) -> Payload:
 def vsi_case(run: SuiteRun, figure: str, *, z_for: ZFor) -> Payload:
     """One VSI figure on ``run``'s dataset (the embedded VSI set by default); raises
     :class:`benchc.suite.vsi.VSIUnavailable` for a backend without distributions or tower."""
-    from benchc.suite.vsi import vsi_evidence, vsi_info
+    from benchc.suite.vsi import vsi_arrays, vsi_evidence, vsi_info
 
-    arrays = run.vsi()
+    arrays = vsi_arrays(run)
     info = {**run_info(run), **vsi_info(arrays, run.cfg.region_locator)}
     return _payload(
         run,

@@ -90,7 +90,8 @@ class SuiteConfig:
     thresholds_dir: Path = Path("thresholds")
     report: Path | None = None
     per_sample: bool = False
-    #: VSI region for samples without an annotation (SPEC 5): a locator name or "module:attr".
+    #: VSI region for samples without an annotation (docs/spec.md §5): a locator name or
+    #: "module:attr".
     region_locator: str = "none"
     degrade: dict[str, float] = field(default_factory=dict)
     #: Typed ``--model-args`` (``benchc.models.args``), passed to the backend.
@@ -126,7 +127,7 @@ class SuiteConfig:
         return self.dataset
 
     def resolved_image_size(self) -> int | None:
-        """SPEC 1: 448 by default; the embedded testbed keeps its native size (None)."""
+        """docs/spec.md §1: 448 by default; the embedded testbed keeps its native size (None)."""
         if self.image_size is not None:
             return self.image_size
         return None if self.embedded_dataset else spec.DEFAULT_IMAGE_SIZE

@@ -29,7 +29,7 @@ from benchc.metrics.stats import replicate_se, resample_counts
 
 
 def family_cells(conditions: Sequence[str]) -> dict[str, list[str]]:
-    """The selected cells of each corruption family present (SPEC 1), in family order."""
+    """The selected cells of each corruption family present (docs/spec.md §1), in family order."""
     out: dict[str, list[str]] = {}
     for fam, members in spec.FAMILIES.items():
         cells = [c for c in conditions if spec.parse_condition(c)[0] in members]

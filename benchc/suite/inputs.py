@@ -18,10 +18,10 @@ from typing import Any
 
 from PIL import Image
 
+from benchc.data.errors import Location, SampleError
 from benchc.data.fingerprint import fingerprint
 from benchc.data.limits import check_for_image_size
 from benchc.data.sample import Dataset, Sample
-from benchc.data.validate import Location, SampleError
 
 
 def _loc(dataset: Dataset, sample: Sample) -> Location:

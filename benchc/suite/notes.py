@@ -1,9 +1,10 @@
 """Facts about a run that are not failures but must not pass silently (the terminal summary).
 
 Why: a dataset on which the model is below chance, or samples where the model does not answer
-with a letter (option mass < 0.5, SPEC 2), make every robustness figure of that run doubtful;
-recording such a run as a baseline deserves a warning. Skipped samples (``--lenient``) and VSI
-regions found by the locator or replaced by the whole image (SPEC 5) are counted too.
+with a letter (option mass < 0.5, docs/spec.md §2), make every robustness figure of that run
+doubtful; recording such a run as a baseline deserves a warning. Skipped samples
+(``--lenient``) and VSI regions found by the locator or replaced by the whole image
+(docs/spec.md §5) are counted too.
 """
 
 from __future__ import annotations

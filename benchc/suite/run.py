@@ -246,18 +246,7 @@ class SuiteRun:
         """The (N, 1, 1) grid of one condition."""
         return self.grid([key])
 
-    # -- VSI ------------------------------------------------------------------------------------
-    def vsi(self) -> dict[str, np.ndarray]:
-        """Per-sample VSI arrays (see :func:`benchc.suite.vsi.compute_vsi_batch`)."""
-        from benchc.suite.vsi import compute_vsi_batch
-
-        n = len(self.dataset)
-
-        def compute(start: int, stop: int) -> dict[str, np.ndarray]:
-            return compute_vsi_batch(self, start, stop)
-
-        return self.store.get_or_compute(self.vsi_name, n, self.chunk_rows, compute)
-
+    # -- VSI inputs (the arrays themselves: benchc.suite.vsi.vsi_arrays) ------------------------
     def prepared(self, start: int, stop: int) -> list[np.ndarray]:
         """Clean images at the run's image size (what the corruptions start from)."""
         return [
@@ -266,8 +255,8 @@ class SuiteRun:
         ]
 
     def blurred(self, start: int, stop: int) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-        """Region-blurred images (SPEC 5), and bool arrays marking regions found by the locator
-        and whole-image fallbacks (no annotation and no located region)."""
+        """Region-blurred images (docs/spec.md §5), and bool arrays marking regions found by the
+        locator and whole-image fallbacks (no annotation and no located region)."""
         n = stop - start
         images, located, fallback = [], np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         for offset, (i, array) in enumerate(

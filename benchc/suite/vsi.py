@@ -1,5 +1,5 @@
-"""The VSI part of the suite (SPEC 5): per-sample VSI under a region blur, the own-tower probe
-and the argmax change, as stored arrays and as the evidence the VSI gates compare.
+"""The VSI part of the suite (docs/spec.md §5): per-sample VSI under a region blur, the own-tower
+probe and the argmax change, as stored arrays and as the evidence the VSI gates compare.
 
 Per batch we keep only what the figures need (VSI, top-1 tokens, pooled vision features):
 full next-token distributions of a real model (150k-token vocabularies) would not fit on disk.
@@ -24,15 +24,25 @@ class VSIUnavailable(RuntimeError):
     """The backend exposes no next-token distribution or no vision tower."""
 
 
+def vsi_arrays(run: SuiteRun) -> dict[str, np.ndarray]:
+    """Per-sample VSI arrays of ``run``'s dataset (see :func:`compute_vsi_batch`), computed batch by
+    batch through its results store under ``run.vsi_name``, so a killed run resumes."""
+
+    def compute(start: int, stop: int) -> dict[str, np.ndarray]:
+        return compute_vsi_batch(run, start, stop)
+
+    return run.store.get_or_compute(run.vsi_name, len(run.dataset), run.chunk_rows, compute)
+
+
 def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndarray]:
     """Rows ``start:stop``: ``vsi``, ``top1_clean``/``top1_blur``, ``located`` (region from the
     locator), ``fallback`` (whole-image blur: no annotation and no located region), and, as the
     backend's :class:`~benchc.models.base.Capabilities` allow, ``vsi_top50`` and
     ``features_clean``/``features_blur`` (its own tower, for the gap's probe).
 
-    A backend with the full next-token distribution gives SPEC 5's VSI; one that serves only
-    top-k log-probs (an OpenAI-compatible server) gives the documented top-k variant in
-    ``vsi`` and says so in ``vsi_topk`` (k); one with neither has no VSI."""
+    A backend with the full next-token distribution gives the VSI of docs/spec.md §5; one that
+    serves only top-k log-probs (an OpenAI-compatible server) gives the documented top-k variant
+    in ``vsi`` and says so in ``vsi_topk`` (k); one with neither has no VSI."""
     backend = run.backend
     caps = backend.capabilities
     if caps.full_distribution:
@@ -79,8 +89,8 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
 
 def vsi_evidence(arrays: dict[str, np.ndarray], ids: list[str]) -> VSIEvidence:
     """Per-sample VSI, argmax change and held-out probe correctness (the probe fitted with
-    grouped folds over all samples, SPEC 5 as read in :func:`benchc.metrics.vsi.encoder_llm_gap`).
-    """
+    grouped folds over all samples: the known departure of docs/spec.md §5, as read in
+    :func:`benchc.metrics.vsi.encoder_llm_gap`)."""
     changed = arrays["top1_clean"] != arrays["top1_blur"]
     if len(ids) >= 5 and "features_clean" in arrays:
         probe = probe_accuracy(arrays["features_clean"], arrays["features_blur"]).correct
@@ -90,7 +100,7 @@ def vsi_evidence(arrays: dict[str, np.ndarray], ids: list[str]) -> VSIEvidence:
 
 
 def vsi_info(arrays: dict[str, np.ndarray], region_locator: str) -> dict[str, object]:
-    """How the VSI regions were obtained (SPEC 5: fallbacks are counted and reported)."""
+    """How the VSI regions were obtained (docs/spec.md §5: fallbacks are counted and reported)."""
     vsi = arrays["vsi"].astype(np.float64)
     k = int(arrays["vsi_topk"][0]) if "vsi_topk" in arrays and arrays["vsi_topk"].size else 0
     return {

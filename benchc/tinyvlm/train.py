@@ -29,7 +29,7 @@ from torch.nn import functional as F
 
 from benchc.data import synthetic
 from benchc.spec import LETTERS, format_question
-from benchc.tinyvlm.build import (
+from benchc.tinyvlm.checkpoint import (
     FULL,
     MINIATURE,
     TinyVLMConfig,

@@ -1,6 +1,6 @@
-"""VSI gates (SPEC 5): insensitive fraction and encoder-LLM gap on the VSI set (the embedded
-1000-sample set by default, ``--vsi-dataset`` otherwise), region blur with the dataset's regions
-(whole-image fallbacks counted in the snapshot's ``info``)."""
+"""VSI gates (docs/spec.md §5): insensitive fraction and encoder-LLM gap on the VSI set (the
+embedded 1000-sample set by default, ``--vsi-dataset`` otherwise), region blur with the
+dataset's regions (whole-image fallbacks counted in the snapshot's ``info``)."""
 
 import pytest
 

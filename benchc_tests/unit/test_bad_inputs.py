@@ -26,7 +26,7 @@ from benchc.data.limits import MAX_TEXT_CHARS
 from benchc.suite.inputs import check_for_run
 
 IDS = ("a", "b", "c")
-#: The image size of a run on a user dataset (SPEC 1 default).
+#: The image size of a run on a user dataset (docs/spec.md §1 default).
 RUN_IMAGE_SIZE = 448
 
 

@@ -1,4 +1,5 @@
-"""Region locators (SPEC 5's pluggable step between the annotation and the whole-image fallback)."""
+"""Region locators (docs/spec.md §5: the pluggable step between the annotation and the
+whole-image fallback)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Gates: the figure table, rules and their merge, the false-alarm budget, and the paired check
-(against a slow per-replicate reference), its MDR and its verdicts (SPEC 6)."""
+(against a slow per-replicate reference), its MDR and its verdicts (docs/spec.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Option distributions, S and C (SPEC 2, Eqs. 7 and 9) and input validation."""
+"""Option distributions, S and C (docs/spec.md §2 and §4, Eqs. 7 and 9) and input validation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""VSI (SPEC 5): full and top-k KL, insensitive fraction, argmax change, probe and gap."""
+"""VSI (docs/spec.md §5): full and top-k KL, insensitive fraction, argmax change, probe and gap."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The ``openai:`` backend over real HTTP: a local server answering with the embedded tiny VLM.
 
 Top-k log-probs are checked against the white-box HF path on the same model; the sampling proxy
-(SPEC 3) is checked on its own (``logprobs=False``) and as the per-query fallback.
+(docs/spec.md §3) is checked on its own (``logprobs=False``) and as the per-query fallback.
 """
 
 from __future__ import annotations

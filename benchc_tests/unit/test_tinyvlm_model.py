@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from benchc.data import synthetic
-from benchc.tinyvlm.build import IM_END
+from benchc.tinyvlm.checkpoint import IM_END
 from benchc.tinyvlm.report import checkpoint_bytes
 from benchc.tinyvlm.train import EVAL_SEED, TRAIN_SEED_BASE, accuracy_by_kind, letter_probs
 
