@@ -38,7 +38,7 @@ class BatchOutput:
     ``top_ids`` / ``top_logprobs``: int64 / float32 (B, k), the top-k of it, when asked for top-k.
     ``letter_counts``: int64 (B, K_max), sampled replies per letter (sampling proxy only; -1 where
     a sample has fewer than K_max options). ``n_unparsed``: int64 (B,), replies that named no
-    letter (sampling proxy only; SPEC section 3 requires reporting them).
+    letter (sampling proxy only; docs/spec.md §3 requires reporting them).
     """
 
     option_logits: np.ndarray
@@ -54,10 +54,10 @@ class BatchOutput:
 class Capabilities:
     """What a backend can give, declared once instead of inferred from errors and ``None``s.
 
-    ``white_box``: option logits are exact letter log-probabilities (SPEC 2).
+    ``white_box``: option logits are exact letter log-probabilities (docs/spec.md §2).
     ``option_distribution``: how p is obtained -- ``"logits"`` (white-box next-token logits),
     ``"logprobs"`` (a server's top-k log-probs, sampling proxy for a query whose letters fall
-    outside them) or ``"sampling"`` (SPEC 3 proxy only).
+    outside them) or ``"sampling"`` (docs/spec.md §3 proxy only).
     ``full_distribution``: ``forward(distribution=True)`` gives the full next-token
     log-distribution (VSI's default).
     ``top_k``: the largest ``forward(top_k=k)`` served (``None``: any k; 0: none), for VSI's

@@ -45,7 +45,7 @@ _TRAINING_KEYS = frozenset({"labels"})
 
 
 class HFBackend(Backend):
-    """A transformers image-text-to-text model scored by option-letter logits (SPEC section 2).
+    """A transformers image-text-to-text model scored by option-letter logits (docs/spec.md §2).
 
     ``device=None`` picks CUDA when available (``device_map="auto"`` across several GPUs), else
     CPU; ``dtype=None`` picks bf16 on CUDA and fp32 on CPU. ``image_size`` (longer side, pixels)

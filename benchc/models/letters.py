@@ -1,4 +1,4 @@
-"""Which vocabulary entries spell an option letter (SPEC section 2).
+"""Which vocabulary entries spell an option letter (docs/spec.md §2).
 
 A model may answer ``A`` as the bare token ``A`` or with a leading space (``" A"``, spelled
 ``"▁A"`` in SentencePiece vocabularies and ``"ĠA"`` in byte-level BPE). The option logit sums

@@ -1,4 +1,4 @@
-"""The documented letter parser of the sampling proxy (SPEC section 3).
+"""The documented letter parser of the sampling proxy (docs/spec.md §3).
 
 A reply maps to option index k, or to ``None`` (unparsable, counted and reported). Rules, tried
 in order on the reply with surrounding whitespace, quotes, ``*`` and backticks removed:

@@ -1,4 +1,4 @@
-"""The one chat turn benchc puts to any model, white-box or served (SPEC 2).
+"""The one chat turn benchc puts to any model, white-box or served (docs/spec.md §2).
 
 Why one function: the white-box path renders its chat template locally, a server renders the
 same template from the messages it receives, in the order their parts arrive. The two agree only

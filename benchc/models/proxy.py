@@ -6,9 +6,9 @@ turn, image part first, thinking off through ``chat_template_kwargs``). Per quer
 asks for the first answer token's ``top_logprobs`` (``max_tokens`` 1, ``top_logprobs`` 20).
 When the server returns them and every option letter is among them, the option logit of
 letter L is the logsumexp of the log-probs of L's single-token variants (``L``, `` L``, ``▁L``,
-``ĠL``), exactly as SPEC 2 reads white-box logits: one request instead of twenty. Otherwise
+``ĠL``), exactly as docs/spec.md §2 reads white-box logits: one request instead of twenty. Otherwise
 (no log-probs from this server, or a letter outside the top-k) the query falls back to the
-SPEC 3 sampling proxy: N samples at temperature 1.0, replies mapped to letters by
+docs/spec.md §3 sampling proxy: N samples at temperature 1.0, replies mapped to letters by
 :mod:`benchc.models.parse`, p_k = (count_k + a) / (N_valid + a K) with Jeffreys a = 0.5,
 ``option_logits`` = log p and ``option_mass`` = the share of replies that named an option.
 Rows with no parsable reply are invalid (NaN), never a silent uniform guess. How many queries
@@ -94,7 +94,7 @@ PATH_NO_LOGPROBS = "sampling (server returned no logprobs)"
 PATH_OUTSIDE_TOPK = "sampling (a letter outside the top-k)"
 PATH_SAMPLING = "sampling (logprobs off)"
 
-#: Spellings of a single-token letter variant as servers return token text (SPEC 2).
+#: Spellings of a single-token letter variant as servers return token text (docs/spec.md §2).
 _VARIANT_PREFIXES = ("", " ", "\u2581", "\u0120")
 
 

@@ -9,7 +9,8 @@ carrying the family's special tokens. The folder then goes through the real ``--
 path (``HFBackend``), exactly as a hub checkpoint would.
 
 ``FAMILIES`` maps a family name to its builder and documents which vision-tower layer and tokens
-the gap probe pools (SPEC 5); ``UNSUPPORTED`` names the families that cannot run here, and why.
+the gap probe pools (docs/spec.md §5); ``UNSUPPORTED`` names the families that cannot run
+here, and why.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def _corpus() -> list[str]:
         format_question("How many objects are there?", ("one", "two", "three")),
         "user assistant system model Answer with the option's letter from the given choices",
     ]
-    # " A" ... " Z" must be single tokens (SPEC 2 letter variants): a heavy line merges them first.
+    # " A" ... " Z" must be single tokens (docs/spec.md §2 letter variants): a heavy line merges
+    # them first.
     lines.append("".join(f" {c}" for c in LETTERS) * 200)
     lines.append("".join(LETTERS) * 50)
     return lines
@@ -706,7 +708,7 @@ def build_mllama(out: Path, seed: int = 0) -> Path:
 
 @dataclass(frozen=True)
 class Family:
-    """A buildable family: its builder and what the gap probe pools (SPEC 5)."""
+    """A buildable family: its builder and what the gap probe pools (docs/spec.md §5)."""
 
     name: str
     build: Callable[[Path, int], Path]

@@ -1,4 +1,4 @@
-"""Pooled final-layer vision-tower features for the encoder probe (SPEC section 5).
+"""Pooled final-layer vision-tower features for the encoder probe (docs/spec.md §5).
 
 The pool is the mean of the tower's final-layer patch tokens. A CLS token is dropped: LLaVA's
 "default" feature strategy never feeds it to the LM, so it (and the pooler) stay untrained.

@@ -10,9 +10,8 @@ REPO = Path(__file__).resolve().parents[2]
 SPEC_DOC = REPO / "docs" / "spec.md"
 #: Where the code that cites the specification lives.
 CODE_DIRS = ("benchc", "benchc_tests", "benchmarks")
-#: Bare references still allowed under these prefixes: owned by the servers work; fold after it
-#: lands.
-BARE_ALLOWED = ("benchc/models/",)
+#: Bare references still allowed under these prefixes (none).
+BARE_ALLOWED: tuple[str, ...] = ()
 
 #: A section heading of docs/spec.md: ``## §3 Title``; subsections (``### ...``) are not cited.
 HEADING = re.compile(r"^## §(\d+) \S", re.MULTILINE)
