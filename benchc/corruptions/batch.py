@@ -161,6 +161,33 @@ def _compute(
     return out
 
 
+#: Threads preparing images and reading cache hits ahead of the consumer (decoding, resizing
+#: and hashing release the GIL, so they run in parallel with each other and with the model).
+READ_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _ordered(fn, items: Sequence, window: int) -> Iterator:
+    """``fn`` over ``items`` in :data:`READ_THREADS` threads, at most ``window`` ahead, yielded
+    in input order (an error surfaces at its own item, as in a plain loop)."""
+    if len(items) < 2 or READ_THREADS < 2:
+        yield from map(fn, items)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(READ_THREADS, thread_name_prefix="benchc-cache-read") as readers:
+        ahead: deque[Future] = deque()
+        try:
+            for item in items:
+                ahead.append(readers.submit(fn, item))
+                if len(ahead) > window:
+                    yield ahead.popleft().result()
+            while ahead:
+                yield ahead.popleft().result()
+        finally:
+            for f in ahead:
+                f.cancel()
+
+
 def _parse_conditions(conditions: Sequence[str]) -> list[tuple[str, str | None, int | None]]:
     if isinstance(conditions, str):
         raise ValueError(
@@ -237,29 +264,34 @@ def _generate(
             bar.update(n_jobs)
             yield done(sid, got, png)
 
-    try:
-        for sample_id, image in images:
-            array = prepare(image, image_size, what=f"sample {sample_id!r}")
-            got: dict[str, np.ndarray] = {}
-            png: dict[str, bytes] = {}
-            jobs = []
-            content = content_hash(array) if cache is not None else ""
-            for key, name, severity in parsed:
-                if name is None:
+    def look_up(item: ImageItem) -> tuple[str, np.ndarray, dict, dict, list]:
+        """Prepare one image and read its cache hits: the arrays, their PNG bytes, the rest."""
+        sample_id, image = item
+        array = prepare(image, image_size, what=f"sample {sample_id!r}")
+        got: dict[str, np.ndarray] = {}
+        png: dict[str, bytes] = {}
+        jobs = []
+        content = content_hash(array) if cache is not None else ""
+        for key, name, severity in parsed:
+            if name is None:
+                got[key] = array
+                continue
+            ckey = None
+            if cache is not None:
+                ckey = CacheKey(content, image_size, name, severity, seed, str(sample_id))
+                if keep:
+                    hit = cache.read(ckey, array.shape)
+                    if hit is not None:
+                        got[key], png[key] = hit
+                        continue
+                elif cache.path(ckey).exists():  # filling only: presence is enough
                     got[key] = array
                     continue
-                ckey = None
-                if cache is not None:
-                    ckey = CacheKey(content, image_size, name, severity, seed, str(sample_id))
-                    if keep:
-                        hit = cache.read(ckey, array.shape)
-                        if hit is not None:
-                            got[key], png[key] = hit
-                            continue
-                    elif cache.path(ckey).exists():  # filling only: presence is enough
-                        got[key] = array
-                        continue
-                jobs.append((key, name, severity, ckey))
+            jobs.append((key, name, severity, ckey))
+        return sample_id, array, got, png, jobs
+
+    try:
+        for sample_id, array, got, png, jobs in _ordered(look_up, images, window):
             if counts is not None:
                 counts["computed"] = counts.get("computed", 0) + len(jobs)
             bar.update(len(got))

@@ -75,6 +75,34 @@ def retry_after_s(value: str | None) -> float | None:
     return min(MAX_RETRY_AFTER_S, max(0.0, when.timestamp() - time.time()))
 
 
+class Verbatim(str):
+    """A string that needs no JSON escaping (a base64 ``data:`` URL benchc built itself): the
+    request body splices it in as it is instead of scanning ~0.6 MB per image for escapes."""
+
+    __slots__ = ()
+
+
+def encode_body(body: dict) -> bytes:
+    """``json.dumps(body)`` as UTF-8, with every :class:`Verbatim` string spliced in as is."""
+    spliced: list[bytes] = []
+    nonce = os.urandom(8).hex()  # no text a user wrote can collide with the placeholders
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, Verbatim):
+            spliced.append(value.encode("ascii"))
+            return f"\0{nonce}-{len(spliced) - 1}\0"
+        if isinstance(value, dict):
+            return {k: swap(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        return value
+
+    data = json.dumps(swap(body)).encode()
+    for i, raw in enumerate(spliced):
+        data = data.replace(f"\\u0000{nonce}-{i}\\u0000".encode(), raw, 1)
+    return data
+
+
 def _group(field: str) -> set[str]:
     return next((g for g in _GROUPS if field in g), {field})
 
@@ -193,7 +221,7 @@ class ChatClient:
 
     def _send(self, body: dict, what: str, attempt: int) -> tuple[int, Any, httpx.Headers]:
         """One request, retrying network errors; (status, decoded body, headers)."""
-        data = json.dumps(body).encode()
+        data = encode_body(body)
         while True:
             self.limiter.wait()
             try:

@@ -42,7 +42,7 @@ import numpy as np
 from PIL import Image
 
 from benchc.models.base import Backend, BatchOutput, Capabilities, Query
-from benchc.models.client import ChatClient, ProxyError, RateLimiter
+from benchc.models.client import ChatClient, ProxyError, RateLimiter, Verbatim
 from benchc.models.parse import PARSER_VERSION, parse_letter
 from benchc.models.prompt import CHAT_VERSION, NO_THINKING, chat_messages, image_url_part
 from benchc.models.source import slug
@@ -75,7 +75,7 @@ def image_data_url(image: np.ndarray, encoded: bytes | None = None) -> str:
     instead of encoding the pixels again."""
     if encoded is None:
         encoded = png_bytes(image)
-    return "data:image/png;base64," + base64.b64encode(encoded).decode("ascii")
+    return Verbatim("data:image/png;base64," + base64.b64encode(encoded).decode("ascii"))
 
 
 def png_bytes(image: np.ndarray) -> bytes:

@@ -12,6 +12,7 @@ import os
 import threading
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cached_property
 
 import numpy as np
@@ -149,24 +150,22 @@ class SuiteRun:
 
     # -- option logits per condition ---------------------------------------------------------
     def condition(self, key: str) -> dict[str, np.ndarray]:
-        """Option logits (N, K_max) and option mass (N,) under condition ``key``."""
+        """Option logits (N, K_max) and option mass (N,) under condition ``key``.
+
+        While one stored chunk is scored, the next one's images are read from the corruption
+        cache in a background thread (decoding overlaps the model or the server instead of
+        alternating with it); the batches, and so every number, are those of a plain loop.
+        """
         spec.parse_condition(key)  # clear error for a bad key
         n = len(self.dataset)
+        ahead: dict[tuple[int, int], Future] = {}
 
         def compute(start: int, stop: int) -> dict[str, np.ndarray]:
-            images, files = [], []
-            encoded: dict[str, bytes] = {}
-            for _, by_cond in iter_materialize(
-                self._items(start, stop),
-                [key],
-                image_size=self.image_size,
-                seed=self.cfg.seed,
-                cache=self.cache,
-                workers=self.corruption_workers,
-                encoded=encoded,
-            ):
-                images.append(by_cond[key])
-                files.append(encoded.get(key))
+            pending = ahead.pop((start, stop), None)
+            images, files = pending.result() if pending else self._read(key, start, stop)
+            if stop < n:
+                nxt = (stop, min(n, stop + self.chunk_rows))
+                ahead[nxt] = self._reader.submit(self._read, key, *nxt)
             queries = self._queries(images, start, files)
             out = score(self.backend, queries, batch_size=self.batch_size)
             logits = np.full((stop - start, self.k_max), np.nan, dtype=np.float32)
@@ -174,7 +173,35 @@ class SuiteRun:
             logits[:, :width] = out.option_logits
             return {"option_logits": logits, "option_mass": out.option_mass.astype(np.float32)}
 
-        return self.store.get_or_compute(key, n, self.chunk_rows, compute)
+        try:
+            return self.store.get_or_compute(key, n, self.chunk_rows, compute)
+        finally:
+            for future in ahead.values():  # read ahead but not needed (stored, or an error)
+                if not future.cancel():
+                    future.exception()  # wait for it: no read outlives the call
+
+    def _read(self, key: str, start: int, stop: int) -> tuple[list[np.ndarray], list]:
+        """Rows ``start:stop`` under ``key``: the images, and each one's PNG file bytes when it
+        was read from the corruption cache (``None`` otherwise)."""
+        images, files = [], []
+        encoded: dict[str, bytes] = {}
+        for _, by_cond in iter_materialize(
+            self._items(start, stop),
+            [key],
+            image_size=self.image_size,
+            seed=self.cfg.seed,
+            cache=self.cache,
+            workers=self.corruption_workers,
+            encoded=encoded,
+        ):
+            images.append(by_cond[key])
+            files.append(encoded.get(key))
+        return images, files
+
+    @cached_property
+    def _reader(self) -> ThreadPoolExecutor:
+        """The one read-ahead thread of :meth:`condition`."""
+        return ThreadPoolExecutor(1, thread_name_prefix="benchc-read-ahead")
 
     def start_prefetch(self, keys: Sequence[str]) -> None:
         """Warm the corruption cache for ``keys`` in a background thread, condition by
