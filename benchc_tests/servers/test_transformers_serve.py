@@ -17,6 +17,7 @@ from benchc.fsutil import slug
 from benchc.models.base import Query
 from benchc.models.parse import parse_letter
 from benchc.models.proxy import PATH_NO_LOGPROBS, SPIKE_MIN_QUERIES, OpenAIProxyBackend
+from benchc_tests.unit.suite_project import make_suite_project
 from benchc_tests.unit.test_models_hf import tiny_backend_cached
 
 pytestmark = pytest.mark.servers
@@ -119,7 +120,6 @@ def test_the_suite_runs_end_to_end_over_transformers_serve(
     from benchc.cli import main
     from benchc.data import save_jsonl
     from benchc.data.synthetic import generate
-    from benchc_tests.unit.suite_project import make_suite_project
 
     data = tmp_path / "twelve"
     save_jsonl(generate(12, 5), data)

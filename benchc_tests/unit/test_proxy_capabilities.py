@@ -28,6 +28,7 @@ from benchc.models.proxy import (
 )
 from benchc.models.serve import ChatServer, Quirks, template_messages
 from benchc.spec import format_question
+from benchc_tests.unit.suite_project import make_suite_project
 from benchc_tests.unit.test_models_hf import synthetic_queries, tiny_backend_cached
 
 pytest_plugins = ["pytester"]
@@ -240,7 +241,6 @@ def test_suite_report_and_compare_read_every_run_a_server_gives(pytester, tmp_pa
     from benchc.cli import main
     from benchc.data import save_jsonl
     from benchc.data.synthetic import generate
-    from benchc_tests.unit.suite_project import make_suite_project
 
     data = tmp_path / "five"
     save_jsonl(generate(5, 12), data)
