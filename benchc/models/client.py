@@ -170,15 +170,6 @@ class ChatClient:
                 self._http.close()
                 self._http = None
 
-    def __getstate__(self) -> dict[str, Any]:  # picklable: no sockets, fresh locks
-        state = dict(self.__dict__)
-        state.update(_http=None, _learn_lock=None, _http_lock=None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._learn_lock, self._http_lock = threading.Lock(), threading.Lock()
-
     # -------------------------------------------------------------------------- requests
     def strip(self, body: dict) -> dict:
         """``body`` without the fields this server is known to reject."""

@@ -147,8 +147,9 @@ OPTIONAL_FIELDS = (
 #: vLLM's and SGLang's "no top-k cut" (OpenAI has no ``top_k`` and rejects it: then dropped).
 NO_TOP_K = -1
 #: Sampled queries, all with identical replies, after which the server is reported as not
-#: sampling (a server that samples gives some variation on a handful of queries).
-SPIKE_MIN_QUERIES = 8
+#: sampling. A model that is 99 % sure of every answer repeats all 20 of a query's replies
+#: with chance 0.99^20 = 0.82, and all of 20 queries' with chance 0.02: so few false alarms.
+SPIKE_MIN_QUERIES = 20
 
 #: What makes a server that ignores ``temperature`` sample, for the warning.
 SAMPLING_FIXES = (
@@ -320,8 +321,8 @@ class OpenAIProxyBackend(Backend):
             out.append(
                 f"WARNING: {where}: all {self._sampled} sampled queries got one identical reply "
                 f"across their {self.n_samples} samples at temperature {self.temperature}: the "
-                f"server does not sample, so the sampling proxy's option distributions are "
-                f"spikes. Fix: {SAMPLING_FIXES}"
+                f"server does not sample (unless the model is certain of every answer), so the "
+                f"sampling proxy's option distributions are spikes. Fix: {SAMPLING_FIXES}"
             )
         return out
 
