@@ -5,9 +5,11 @@ Example (the embedded testbed)::
     python -m benchc.select --synthetic 400 --synthetic-seed 1 \
         --selector fixtures/tiny-vlm --selector fixtures/tiny-vlm-b --out fixtures/testbed
 
-The pool is ``--pool PATH`` (any format ``load_dataset`` accepts) or ``--synthetic N``
-(the seeded generator). Each ``--selector`` is a ``--model`` string for
-``benchc.models.registry.load_backend``.
+The pool is ``--pool PATH`` (any format ``load_dataset`` accepts; repeat it for several source
+benchmarks, balanced by :mod:`benchc.select.pool` to ``--pool-size`` over sources and the task
+families of ``--family-key``) or ``--synthetic N`` (the seeded generator). The Bench-C recipe
+(six VLMEvalKit TSVs -> 4,000 -> 1,750 -> 849) is in the README. Each ``--selector`` is a
+``--model`` string for ``benchc.models.registry.load_backend``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,11 @@ from benchc.spec import CORRUPTIONS, DEFAULT_SEED
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchc.select", description=__doc__.split("\n")[0])
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--pool", help="candidate dataset path (JSONL, TSV or HF folder)")
+    src.add_argument(
+        "--pool",
+        action="append",
+        help="candidate dataset path (JSONL, TSV or HF folder); repeat for several sources",
+    )
     src.add_argument("--synthetic", type=int, metavar="N", help="generate N candidates")
     p.add_argument("--synthetic-seed", type=int, default=0)
     p.add_argument("--synthetic-size", type=int, default=128, help="synthetic image side (px)")
@@ -40,6 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=",".join(KINDS),
         help="comma-separated kinds the generator cycles through; repeating a kind weights it",
     )
+    p.add_argument(
+        "--pool-size",
+        type=int,
+        default=None,
+        help="balance the --pool sources and their task families to this many samples",
+    )
+    p.add_argument("--family-key", default="category", help="sample field naming the task family")
+    p.add_argument("--pool-seed", type=int, default=0, help="seed of the balanced draw")
     p.add_argument("--lenient", action="store_true", help="skip invalid pool samples")
     p.add_argument("--selector", action="append", default=[], help="model string (repeat)")
     p.add_argument(
@@ -65,17 +79,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _pool(args: argparse.Namespace) -> Dataset:
+def _pool(args: argparse.Namespace) -> tuple[Dataset, dict | None]:
+    """The candidate pool and, for ``--pool`` sources, its composition (what was drawn)."""
     if args.pool:
         from benchc.data.loaders import load_dataset
+        from benchc.select.pool import balance
 
-        return load_dataset(args.pool, lenient=args.lenient)
+        sources = [load_dataset(p, lenient=args.lenient) for p in args.pool]
+        if len(sources) == 1 and args.pool_size is None:
+            return sources[0], None
+        try:
+            return balance(sources, args.pool_size, family_key=args.family_key, seed=args.pool_seed)
+        except ValueError as exc:
+            raise SystemExit(f"--pool: {exc}") from None
     from benchc.data.synthetic import generate
 
     kinds = tuple(k.strip() for k in args.synthetic_kinds.split(",") if k.strip())
     samples = generate(args.synthetic, args.synthetic_seed, size=args.synthetic_size, kinds=kinds)
     name = f"synthetic-{args.synthetic}-s{args.synthetic_seed}"
-    return Dataset(name=name, samples=tuple(samples), fingerprint=fingerprint(samples))
+    return Dataset(name=name, samples=tuple(samples), fingerprint=fingerprint(samples)), None
 
 
 def _prepare_out(out: Path, *, overwrite: bool) -> None:
@@ -94,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if bool(args.selector) == bool(args.reuse_predictions):
         parser.error("give --selector (one or more) or --reuse-predictions, not both")
+    if args.pool_size is not None and not args.pool:
+        parser.error("--pool-size balances --pool sources; it has no meaning with --synthetic")
     import torch
 
     torch.set_num_threads(1)
@@ -111,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     corruptions = tuple(c.strip() for c in args.corruptions.split(",") if c.strip())
     _prepare_out(Path(args.out), overwrite=args.overwrite)
     t0 = time.perf_counter()
-    pool = _pool(args)
+    pool, composition = _pool(args)
     digests = [sample_digest(s) for s in pool]
     if args.reuse_predictions:
         preds, names, fingerprints, sources = combine_predictions(
@@ -150,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         selector_names=names,
     )
     info = {
-        "pool": args.pool
+        "pool": ", ".join(args.pool or [])
         or f"synthetic(n={args.synthetic}, seed={args.synthetic_seed}, size={args.synthetic_size}, "
         f"kinds={args.synthetic_kinds})",
         "selectors": [
@@ -162,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "text_embedding": text_method,
         "image_embedding": preds.image_source,
     }
+    if composition is not None:
+        info["pool_composition"] = composition
     report = write_selection(run, pool, args.out, run_info=info)
     save_predictions(
         Path(args.out) / PREDICTIONS_NPZ,

@@ -11,6 +11,7 @@ from benchc.data.fingerprint import fingerprint
 from benchc.data.native import save_jsonl
 from benchc.data.sample import Dataset
 from benchc.select.core import SelectionRun, build_report, per_sample_rows
+from benchc.select.pool import composition_markdown
 
 REPORT_JSON = "selection_report.json"
 REPORT_MD = "selection_report.md"
@@ -32,9 +33,12 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"selected {report['n_selected']} (e > {_num(report['e_threshold'])}).",
         "",
     ]
-    meta = report.get("run", {})
+    meta = dict(report.get("run", {}))
+    composition = meta.pop("pool_composition", None)
     if meta:
         lines += ["## Run", ""] + [f"- {k}: `{v}`" for k, v in meta.items()] + [""]
+    if composition:
+        lines += ["## Pool composition", "", *composition_markdown(composition), ""]
     lines += [
         "## Selectors",
         "",
