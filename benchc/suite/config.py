@@ -235,7 +235,7 @@ def _local_or_id(value: str, rootdir: Path) -> str:
 
 def parse_degrade(text: str | None) -> dict[str, float]:
     """``"damp=0.3,sharpen=3"`` (a hidden option used by the suite's own tests)."""
-    from benchc.suite.degrade import KNOBS
+    from benchc.testing.degrade import KNOBS
 
     if not text:
         return {}

@@ -108,7 +108,7 @@ def test_placement_and_quantization_name_their_package(key, value, package) -> N
 
 
 def test_max_pixels_reaches_a_qwen_processor(tmp_path) -> None:
-    from benchc.models.tiny_families import build
+    from benchc.testing.dev.tiny_families import build
 
     folder = build("qwen2_vl", tmp_path / "qwen")
     small = HFBackend(str(folder), model_args={"max_pixels": 28 * 28 * 2})
