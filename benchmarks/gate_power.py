@@ -1,6 +1,6 @@
 """Gate power: how often the real gates fail for benign changes and catch structural mutants.
 
-Runs the embedded tiny model and its zoo (``benchc.suite.degrade``) through the gates that a
+Runs the embedded tiny model and its zoo (``benchc.testing.dev.zoo``) through the gates that a
 default ``pytest`` runs (cells, families, model level, VSI), on ``--resamples`` bootstrap
 resamples of the embedded testbed and VSI set (sample ids drawn with replacement and relabelled;
 the baseline is recorded per resample from the reference model's outputs on that resample):
@@ -34,7 +34,6 @@ import numpy as np
 
 from benchc.gates import ErrorBudget, Payload, check, default_rules
 from benchc.gates.evidence import Evidence, GridEvidence
-from benchc.suite import degrade as zoo
 from benchc.suite.cases import grid_evidence
 from benchc.suite.config import (
     DEFAULT_DATASET,
@@ -47,6 +46,7 @@ from benchc.suite.figures import family_cells
 from benchc.suite.run import SuiteRun, default_corruption_workers
 from benchc.suite.session import open_backend, open_dataset
 from benchc.suite.vsi import vsi_arrays, vsi_evidence
+from benchc.testing.dev import zoo
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""``--dataset PATH``: pick the loader by what the path holds.
+"""``--dataset PATH``: pick the loader by what the path holds, the first of :data:`FORMATS`
+that detects it:
 
 - a ``.jsonl`` file, or a folder holding ``samples.jsonl`` (or exactly one ``*.jsonl``): native;
 - a ``.tsv`` file, or a folder holding exactly one ``*.tsv``: VLMEvalKit TSV;
@@ -7,12 +8,64 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchc.data.hf import is_hf_folder, load_hf
 from benchc.data.native import DEFAULT_JSONL, load_jsonl
 from benchc.data.sample import Dataset
 from benchc.data.tsv import load_tsv
+
+
+@dataclass(frozen=True)
+class Format:
+    """One dataset format: ``detect(path)`` gives what ``load`` reads (None: not this format),
+    ``load(target, *, lenient, allow_outside_root, name)`` the dataset. ``folder_name``: without
+    a ``name`` the folder ``--dataset`` names is the dataset's name (else the loader's own)."""
+
+    name: str
+    detect: Callable[[Path], Path | None]
+    load: Callable[..., Dataset]
+    folder_name: bool = False
+
+
+def _file(suffix: str) -> Callable[[Path], Path | None]:
+    def detect(p: Path) -> Path | None:
+        return p if p.is_file() and p.suffix.lower() == suffix else None
+
+    return detect
+
+
+def _hf_folder(p: Path) -> Path | None:
+    return p if is_hf_folder(p) else None
+
+
+def _native_folder(p: Path) -> Path | None:
+    return p / DEFAULT_JSONL if p.is_dir() and (p / DEFAULT_JSONL).is_file() else None
+
+
+def _only(suffix: str, other: str) -> Callable[[Path], Path | None]:
+    """A folder holding exactly one ``*<suffix>`` file and no ``*<other>`` file: that file."""
+
+    def detect(p: Path) -> Path | None:
+        if not p.is_dir():
+            return None
+        mine, theirs = sorted(p.glob(f"*{suffix}")), sorted(p.glob(f"*{other}"))
+        return mine[0] if len(mine) == 1 and not theirs else None
+
+    return detect
+
+
+#: Tried in order; the first whose ``detect`` answers loads. A new format is one entry here.
+FORMATS: list[Format] = [
+    Format("jsonl", _file(".jsonl"), load_jsonl),
+    Format("tsv", _file(".tsv"), load_tsv),
+    Format("hf", _hf_folder, load_hf),
+    Format("native folder", _native_folder, load_jsonl, folder_name=True),
+    Format("jsonl folder", _only(".jsonl", ".tsv"), load_jsonl, folder_name=True),
+    Format("tsv folder", _only(".tsv", ".jsonl"), load_tsv),
+]
 
 
 def load_dataset(
@@ -33,22 +86,14 @@ def load_dataset(
     p = Path(path)
     if not p.exists():
         raise ValueError(f"dataset path {str(p)!r} does not exist")
+    for fmt in FORMATS:
+        target = fmt.detect(p)
+        if target is not None:
+            return fmt.load(target, **opts, name=(name or p.name) if fmt.folder_name else name)
     if p.is_file():
         suffix = p.suffix.lower()
-        if suffix == ".jsonl":
-            return load_jsonl(p, **opts, name=name)
-        if suffix == ".tsv":
-            return load_tsv(p, **opts, name=name)
         raise ValueError(f"{p}: unsupported dataset file type {suffix!r} (expected .jsonl or .tsv)")
-    if is_hf_folder(p):
-        return load_hf(p, **opts, name=name)
-    if (p / DEFAULT_JSONL).is_file():
-        return load_jsonl(p / DEFAULT_JSONL, **opts, name=name or p.name)
     jsonls, tsvs = sorted(p.glob("*.jsonl")), sorted(p.glob("*.tsv"))
-    if len(jsonls) == 1 and not tsvs:
-        return load_jsonl(jsonls[0], **opts, name=name or p.name)
-    if len(tsvs) == 1 and not jsonls:
-        return load_tsv(tsvs[0], **opts, name=name)
     found = [f.name for f in (*jsonls, *tsvs)]
     raise ValueError(
         f"{p}: cannot tell the dataset format: expected {DEFAULT_JSONL}, exactly one .jsonl or "

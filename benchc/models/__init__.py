@@ -5,6 +5,15 @@ Heavy imports (torch, transformers) stay in the backend modules, loaded on first
 
 from benchc.models.base import Backend, BatchOutput, Query
 from benchc.models.collate import Collator, score
-from benchc.models.registry import load_backend, register
+from benchc.models.registry import BackendEntry, load_backend, register
 
-__all__ = ["Backend", "BatchOutput", "Collator", "Query", "load_backend", "register", "score"]
+__all__ = [
+    "Backend",
+    "BackendEntry",
+    "BatchOutput",
+    "Collator",
+    "Query",
+    "load_backend",
+    "register",
+    "score",
+]

@@ -1,8 +1,9 @@
 """``--model-args key=value,...`` (lm-evaluation-harness's convention), parsed and validated.
 
-Each backend declares the keys it accepts with a converter that turns the command-line text into
-a typed value or raises ``ValueError`` saying what is wrong. Parsing is pure and imports nothing
-heavy, so a typo is one usage error before any model loads.
+Each backend declares the keys it accepts (its entry in :mod:`benchc.models.registry` carries
+the schema) with a converter that turns the command-line text into a typed value or raises
+``ValueError`` saying what is wrong. Parsing is pure and imports nothing heavy, so a typo is one
+usage error before any model loads.
 """
 
 from __future__ import annotations
@@ -139,9 +140,6 @@ OPENAI_ARGS: dict[str, ArgSpec] = {
     ),
 }
 
-#: Backend scheme -> accepted keys.
-SCHEMAS: dict[str, Mapping[str, ArgSpec]] = {"hf": HF_ARGS, "openai": OPENAI_ARGS}
-
 
 def split_model_args(text: str | None) -> dict[str, str]:
     """``"a=1,b=x"`` -> ``{"a": "1", "b": "x"}``; raises ``ValueError`` on bad syntax."""
@@ -181,23 +179,17 @@ def _top_level_items(text: str) -> list[str]:
     return items
 
 
-def scheme_of(model: str) -> str:
-    """The backend scheme a ``--model`` string selects (``hf`` for folders and hub ids)."""
-    head, sep, _ = model.partition(":")
-    return head if sep and head in SCHEMAS and "/" not in head else "hf"
-
-
-def parse_model_args(text: str | None, model: str) -> dict[str, Any]:
-    """Typed ``--model-args`` for the backend ``model`` selects; ``ValueError`` names the key."""
+def typed_model_args(
+    text: str | None, schema: Mapping[str, ArgSpec], backend: str
+) -> dict[str, Any]:
+    """``text`` split, each value converted by ``schema`` (the keys ``backend`` accepts; see
+    :func:`benchc.models.registry.parse_model_args`); ``ValueError`` names the key."""
     raw = split_model_args(text)
-    scheme = scheme_of(model)
-    schema = SCHEMAS[scheme]
     out: dict[str, Any] = {}
     for key, value in raw.items():
         if key not in schema:
-            raise ValueError(
-                f"unknown key {key!r} for the {scheme} backend; known: {', '.join(sorted(schema))}"
-            )
+            known = ", ".join(sorted(schema)) or "none"
+            raise ValueError(f"unknown key {key!r} for the {backend} backend; known: {known}")
         try:
             out[key] = schema[key].convert(value)
         except ValueError as exc:
@@ -207,8 +199,7 @@ def parse_model_args(text: str | None, model: str) -> dict[str, Any]:
     return out
 
 
-def fingerprint_part(args: Mapping[str, Any], scheme: str) -> str:
+def fingerprint_part(args: Mapping[str, Any], schema: Mapping[str, ArgSpec]) -> str:
     """Canonical ``k=v`` of the output-changing args (empty when none), for the fingerprint."""
-    schema = SCHEMAS[scheme]
     items = [f"{k}={args[k]}" for k in sorted(args) if schema[k].changes_outputs]
     return ",".join(items)

@@ -7,10 +7,14 @@ backend is only "a batch of queries in, arrays out".
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from benchc.models.args import ArgSpec
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,9 @@ class Backend(ABC):
 
     #: What this backend can give (see :class:`Capabilities`).
     capabilities: Capabilities = Capabilities()
+    #: ``--model-args`` keys a backend loaded as ``--model=<module>:<Class>`` accepts
+    #: (:class:`~benchc.models.args.ArgSpec` each; see :mod:`benchc.models.registry`).
+    model_args_schema: ClassVar[Mapping[str, ArgSpec]] = {}
 
     #: Stable identity of (weights, revision, dtype, prompt version) for result cache keys.
     fingerprint: str

@@ -128,7 +128,7 @@ class HFBackend(Backend):
         images = image_backend(self.processor)
         images = "" if images == "pil" else f":{images}"
         extra = fingerprint_part(
-            {k: v for k, v in args.items() if k not in ("dtype", "torch_dtype")}, "hf"
+            {k: v for k, v in args.items() if k not in ("dtype", "torch_dtype")}, HF_ARGS
         )
         extra = f":{extra}" if extra else ""
         self.fingerprint = f"hf:{base}@{ident}:{dtype_name}:{PROMPT_VERSION}{size}{images}{extra}"

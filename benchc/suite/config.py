@@ -94,7 +94,7 @@ class SuiteConfig:
     #: "module:attr".
     region_locator: str = "none"
     degrade: dict[str, float] = field(default_factory=dict)
-    #: Typed ``--model-args`` (``benchc.models.args``), passed to the backend.
+    #: Typed ``--model-args`` (``benchc.models.registry.parse_model_args``), passed to the backend.
     model_args: dict[str, Any] = field(default_factory=dict)
     vsi_dataset: str | None = None  # None: the embedded VSI set with the embedded testbed
     false_alarm_budget: float = 0.01
@@ -215,7 +215,7 @@ class SuiteConfig:
 
 
 def _model_args(text: str | None, model: str) -> dict[str, Any]:
-    from benchc.models.args import parse_model_args
+    from benchc.models.registry import parse_model_args
 
     try:
         return parse_model_args(text, model)
@@ -235,7 +235,7 @@ def _local_or_id(value: str, rootdir: Path) -> str:
 
 def parse_degrade(text: str | None) -> dict[str, float]:
     """``"damp=0.3,sharpen=3"`` (a hidden option used by the suite's own tests)."""
-    from benchc.suite.degrade import KNOBS
+    from benchc.testing.degrade import KNOBS
 
     if not text:
         return {}

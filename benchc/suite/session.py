@@ -67,7 +67,7 @@ def open_backend(cfg: SuiteConfig) -> Backend:
     if kwargs.get("device", "cpu") == "cpu":
         _limit_cpu_threads(cfg.worker_id)
     if cfg.degrade:
-        from benchc.suite.degrade import DegradedBackend
+        from benchc.testing.degrade import DegradedBackend
 
         backend = DegradedBackend(backend, **cfg.degrade)
     return backend

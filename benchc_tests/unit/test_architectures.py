@@ -32,8 +32,8 @@ import benchc.suite.session  # noqa: F401
 from benchc.models import load_backend
 from benchc.models.base import Query
 from benchc.models.hf import HFBackend
-from benchc.models.tiny_families import FAMILIES, UNSUPPORTED, build, unsupported_reason
 from benchc.spec import LETTERS
+from benchc.testing.dev.tiny_families import FAMILIES, UNSUPPORTED, build, unsupported_reason
 from benchc_tests.unit.suite_project import make_suite_project
 from benchc_tests.unit.test_models_hf import synthetic_queries
 

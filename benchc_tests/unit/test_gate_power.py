@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchc.suite import degrade as zoo
+from benchc.testing.dev import zoo
 
 REPO = Path(__file__).resolve().parents[2]
 

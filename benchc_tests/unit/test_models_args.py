@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchc.models.args import fingerprint_part, parse_model_args, split_model_args
+from benchc.models.args import HF_ARGS, OPENAI_ARGS, fingerprint_part, split_model_args
 from benchc.models.hf import HFBackend
+from benchc.models.registry import parse_model_args
 from benchc_tests.unit.test_models_hf import tiny_model_dir
 
 HF = "org/some-vlm"
@@ -66,8 +67,8 @@ def test_split_keeps_values_verbatim() -> None:
 
 def test_fingerprint_names_only_output_changing_args() -> None:
     args = {"device_map": "auto", "max_pixels": 100, "attn_implementation": "eager"}
-    assert fingerprint_part(args, "hf") == "attn_implementation=eager,max_pixels=100"
-    assert fingerprint_part({"concurrency": 3}, "openai") == ""
+    assert fingerprint_part(args, HF_ARGS) == "attn_implementation=eager,max_pixels=100"
+    assert fingerprint_part({"concurrency": 3}, OPENAI_ARGS) == ""
 
 
 def test_hf_backend_applies_model_args() -> None:
@@ -108,7 +109,7 @@ def test_placement_and_quantization_name_their_package(key, value, package) -> N
 
 
 def test_max_pixels_reaches_a_qwen_processor(tmp_path) -> None:
-    from benchc.models.tiny_families import build
+    from benchc.testing.dev.tiny_families import build
 
     folder = build("qwen2_vl", tmp_path / "qwen")
     small = HFBackend(str(folder), model_args={"max_pixels": 28 * 28 * 2})

@@ -39,6 +39,8 @@ def test_wheel_installs_and_runs_the_suite_outside_the_checkout(tmp_path: Path) 
     (wheel,) = dist.glob("benchc-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "benchc_tests/suite/test_cells.py" in names and "benchc/plugin.py" in names
+    assert "benchc/testing/serve.py" in names and "benchc/testing/degrade.py" in names
+    assert not any(n.startswith("benchc/testing/dev/") for n in names)  # checkout-only tooling
     assert not any(
         n.startswith(("benchc_tests/unit/", "benchc_tests/browser/", "fixtures/")) for n in names
     )

@@ -18,8 +18,8 @@ from benchc.suite.config import (
     parse_degrade,
     parse_severities,
 )
-from benchc.suite.degrade import DegradedBackend, damp_image
 from benchc.suite.gate import record_command
+from benchc.testing.degrade import DegradedBackend, damp_image
 
 
 def test_corruptions_accept_names_and_families_in_canonical_order():

@@ -30,7 +30,7 @@ from benchc.models.proxy import (
     token_id,
     token_letter,
 )
-from benchc.models.serve import ChatServer, build_server
+from benchc.testing.serve import ChatServer, build_server
 from benchc_tests.unit.test_models_hf import synthetic_queries, tiny_backend_cached
 
 pytest_plugins = ["pytester"]
@@ -225,7 +225,7 @@ def test_proxy_rejects_bad_settings() -> None:
 
 
 def test_serve_command_line_builds_an_equivalent_server(server) -> None:
-    """``python -m benchc.models.serve --model DIR --port 0`` (parsed in-process) serves the same
+    """``python -m benchc.testing.serve --model DIR --port 0`` (parsed in-process) serves the same
     model: same request seeds, same sampled letters as the fixture's server."""
     cli = build_server(["--model", str(server.backend.source.path), "--port", "0", "--seed", "0"])
     thread = threading.Thread(target=cli.serve_forever, args=(0.05,), daemon=True)

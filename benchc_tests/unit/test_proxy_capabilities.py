@@ -1,5 +1,5 @@
 """Every capability a server may lack, over real HTTP: the reference server with one
-:class:`~benchc.models.serve.Quirks` switched on at a time, the embedded tiny VLM behind it.
+:class:`~benchc.testing.serve.Quirks` switched on at a time, the embedded tiny VLM behind it.
 
 `transformers serve` (``-m servers``) shows the same gaps on a server benchc did not write;
 these tests cover each gap one by one, including those that server does not have.
@@ -26,8 +26,8 @@ from benchc.models.proxy import (
     OpenAIProxyBackend,
     png_bytes,
 )
-from benchc.models.serve import ChatServer, Quirks, template_messages
 from benchc.spec import format_question
+from benchc.testing.serve import ChatServer, Quirks, template_messages
 from benchc_tests.unit.suite_project import make_suite_project
 from benchc_tests.unit.test_models_hf import synthetic_queries, tiny_backend_cached
 

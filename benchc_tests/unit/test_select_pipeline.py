@@ -58,7 +58,8 @@ def _fake_factory(rest, **kwargs):
 def fakebright(monkeypatch):
     """The ``fakebright:<offset>`` scheme, registered for one test only (the registry is
     process-wide; a leftover scheme would break tests that check every registered one)."""
-    monkeypatch.setitem(registry._REGISTRY, "fakebright", _fake_factory)
+    entry = registry.BackendEntry("fakebright", _fake_factory, {})
+    monkeypatch.setitem(registry._REGISTRY, "fakebright", entry)
 
 
 def _pool(n=4):

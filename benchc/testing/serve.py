@@ -1,6 +1,6 @@
 """A minimal OpenAI-compatible chat-completions server around any :class:`HFBackend`.
 
-It is the log-prob reference server of the tests (``python -m benchc.models.serve --model DIR``)
+It is the log-prob reference server of the tests (``python -m benchc.testing.serve --model DIR``)
 and lets a local checkpoint stand in for a black-box API. Like vLLM, SGLang and
 ``transformers serve``, it renders the model's chat template from the request's messages *in
 the order their parts arrive* (so it can never hide a prompt-ordering bug) with the request's
