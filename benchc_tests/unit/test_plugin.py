@@ -15,15 +15,13 @@ import benchc.corruptions
 import benchc.metrics.vsi
 import benchc.models.hf
 import benchc.suite.session  # noqa: F401
+from benchc.suite.options import OPTIONS as DECLARED
 from benchc_tests.unit.suite_project import make_suite_project
 
 pytest_plugins = ["pytester"]
 
-OPTIONS = (
-    "--model", "--revision", "--trust-remote-code", "--dataset", "--corruptions",
-    "--severities", "--image-size", "--batch-size", "--device", "--dtype", "--seed",
-    "--results-dir", "--cache-dir", "--thresholds-dir", "--report", "--per-sample",
-)  # fmt: skip
+#: Every declared option but the hidden one (``benchc.suite.options`` is the one declaration).
+OPTIONS = [opt.flag for opt in DECLARED if not opt.hidden]
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +131,24 @@ def test_bad_dataset_is_one_clear_error(suite_dir, tmp_path):
     result = suite_dir.runpytest_inprocess("suite", f"--dataset={tmp_path / 'missing'}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert result.stderr.str().count("benchc: --dataset") == 1
+
+
+def test_markers_are_declared_once():
+    # The suite's markers are the plugin's (they must hold wherever it is installed), this
+    # checkout's opt-in ones the root conftest's; pyproject repeats neither.
+    import ast
+
+    from benchc.suite.collect import MARKERS
+
+    root = Path(__file__).resolve().parents[2]
+    tree = ast.parse((root / "conftest.py").read_text())
+    opt_in = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "OPT_IN_MARKERS"
+    )
+    ini = (root / "pyproject.toml").read_text().split("[tool.pytest.ini_options]")[1]
+    ini = ini.split("\n[", 1)[0]
+    assert "--strict-markers" in ini
+    assert not any(line.startswith("markers") for line in ini.splitlines())
+    assert opt_in and not set(MARKERS) & set(opt_in)
