@@ -142,6 +142,7 @@ def _path(value: Any, given: Mapping[str, Any], rootdir: Path) -> Path | None:
 
 
 def _source(value: Any, given: Mapping[str, Any], rootdir: Path) -> str | None:
+    """A dataset or model: a folder under ``rootdir`` made absolute, a hub id kept."""
     return _local_or_id(value, rootdir) if value else None
 
 
@@ -226,8 +227,6 @@ class Option:
         return value
 
 
-_POSITIVE_INT = "must be >= 1"
-
 OPTIONS: tuple[Option, ...] = (
     Option(
         "--model",
@@ -236,7 +235,7 @@ OPTIONS: tuple[Option, ...] = (
         default=DEFAULT_MODEL,
         metavar="ID_OR_DIR",
         blank_is_default=True,
-        finish=lambda value, given, rootdir: _local_or_id(value, rootdir),
+        finish=_source,
     ),
     Option(
         "--model-args",
@@ -260,7 +259,7 @@ OPTIONS: tuple[Option, ...] = (
         default=DEFAULT_DATASET,
         metavar="PATH",
         blank_is_default=True,
-        finish=lambda value, given, rootdir: _local_or_id(value, rootdir),
+        finish=_source,
     ),
     Option(
         "--corruptions",
@@ -290,7 +289,7 @@ OPTIONS: tuple[Option, ...] = (
         "--batch-size",
         "batch_size",
         "queries per forward pass (default: the backend's)",
-        type=_number(int, lambda n: n < 1, _POSITIVE_INT),
+        type=_number(int, lambda n: n < 1, "must be >= 1"),
     ),
     Option(
         "--device",
