@@ -17,8 +17,18 @@ pytest_plugins = ["benchc.plugin"]
 
 #: Selects a Hypothesis profile (default ``ci``); ``--hypothesis-profile`` wins over it.
 HYPOTHESIS_ENV = "BENCHC_HYPOTHESIS_PROFILE"
-#: Markers whose tests run only when ``-m`` names them (each has its own line in ``.ci/run``).
-OPT_IN_MARKERS = ("architectures", "packaging", "browser", "gate_power", "slow", "servers")
+#: Markers whose tests run only when ``-m`` names them (each has its own line in ``.ci/run``),
+#: declared (registered) here only; the suite's own markers are the plugin's.
+OPT_IN_MARKERS = {
+    "architectures": "the VLM architecture matrix (tiny random checkpoints); run with -m "
+    "architectures",
+    "packaging": "builds the wheel and runs the installed suite in a fresh venv; run with -m "
+    "packaging",
+    "browser": "drives headless Chromium; runs only under -m browser (own .ci/run line)",
+    "gate_power": "benchmarks/gate_power.py on a miniature configuration; run with -m gate_power",
+    "slow": "multi-process runs (xdist, kills); run with -m slow (own .ci/run line)",
+    "servers": "against servers benchc did not write (transformers serve); run with -m servers",
+}
 
 
 # ``ci``: modest, deterministic, no deadline (shared CI cores are slow and noisy); ``dev``: many
@@ -28,6 +38,8 @@ settings.register_profile("dev", max_examples=500, deadline=None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    for name, text in OPT_IN_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
     if not config.getoption("hypothesis_profile", None):
         settings.load_profile(os.environ.get(HYPOTHESIS_ENV, "ci"))
 

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from functools import partial
 
 import numpy as np
 from PIL import Image
@@ -212,6 +213,41 @@ def _check_images(images: Sequence[ImageItem], workers: int) -> None:
         raise ValueError(f"workers must be a positive integer; got {workers!r}")
 
 
+def _look_up(
+    item: ImageItem,
+    *,
+    parsed: list[tuple[str, str | None, int | None]],
+    image_size: int | None,
+    seed: int,
+    cache: CorruptionCache | None,
+    keep: bool,
+) -> tuple[str, np.ndarray, dict, dict, list]:
+    """Prepare one image and read its cache hits: the arrays, their PNG bytes, the rest."""
+    sample_id, image = item
+    array = prepare(image, image_size, what=f"sample {sample_id!r}")
+    got: dict[str, np.ndarray] = {}
+    png: dict[str, bytes] = {}
+    jobs = []
+    content = content_hash(array) if cache is not None else ""
+    for key, name, severity in parsed:
+        if name is None:
+            got[key] = array
+            continue
+        ckey = None
+        if cache is not None:
+            ckey = CacheKey(content, image_size, name, severity, seed, str(sample_id))
+            if keep:
+                hit = cache.read(ckey, array.shape)
+                if hit is not None:
+                    got[key], png[key] = hit
+                    continue
+            elif cache.path(ckey).exists():  # filling only: presence is enough
+                got[key] = array
+                continue
+        jobs.append((key, name, severity, ckey))
+    return sample_id, array, got, png, jobs
+
+
 def _generate(
     images: Sequence[ImageItem],
     conditions: Sequence[str],
@@ -245,6 +281,9 @@ def _generate(
     pending: deque[tuple[str, dict[str, np.ndarray], dict[str, bytes], list[Future], int]]
     pending = deque()
     in_flight = 0
+    look_up = partial(
+        _look_up, parsed=parsed, image_size=image_size, seed=seed, cache=cache, keep=keep
+    )
 
     def done(
         sid: str, got: dict[str, np.ndarray], png: dict[str, bytes]
@@ -263,32 +302,6 @@ def _generate(
                 in_flight -= 1
             bar.update(n_jobs)
             yield done(sid, got, png)
-
-    def look_up(item: ImageItem) -> tuple[str, np.ndarray, dict, dict, list]:
-        """Prepare one image and read its cache hits: the arrays, their PNG bytes, the rest."""
-        sample_id, image = item
-        array = prepare(image, image_size, what=f"sample {sample_id!r}")
-        got: dict[str, np.ndarray] = {}
-        png: dict[str, bytes] = {}
-        jobs = []
-        content = content_hash(array) if cache is not None else ""
-        for key, name, severity in parsed:
-            if name is None:
-                got[key] = array
-                continue
-            ckey = None
-            if cache is not None:
-                ckey = CacheKey(content, image_size, name, severity, seed, str(sample_id))
-                if keep:
-                    hit = cache.read(ckey, array.shape)
-                    if hit is not None:
-                        got[key], png[key] = hit
-                        continue
-                elif cache.path(ckey).exists():  # filling only: presence is enough
-                    got[key] = array
-                    continue
-            jobs.append((key, name, severity, ckey))
-        return sample_id, array, got, png, jobs
 
     try:
         for sample_id, array, got, png, jobs in _ordered(look_up, images, window):

@@ -84,3 +84,12 @@ def run_notes(run: Any) -> list[str]:
                 f"{_ids(ids)}"
             )
     return out
+
+
+def session_notes(state: Any, inherited: list[str]) -> list[str]:
+    """This process's run notes (:func:`run_notes`, the backend's) after ``inherited`` (its
+    xdist workers'), each once."""
+    notes = list(inherited)
+    if state.started:
+        notes += [n for n in run_notes(state.run) + state.backend.notes() if n not in notes]
+    return notes

@@ -7,6 +7,7 @@ that a model which cannot load is reported once (as a usage error) instead of on
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,16 @@ if TYPE_CHECKING:  # the heavy stack is imported on first use, not when pytest l
     from benchc.data.sample import Dataset
     from benchc.models.base import Backend
     from benchc.suite.run import SuiteRun
+
+
+def quiet_progress_bars() -> None:
+    """``pytest -q``: no weight-loading bars from transformers or the hub."""
+    if "transformers" in sys.modules:  # already imported: it read the environment then
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    else:
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 class LoadError(RuntimeError):

@@ -1,0 +1,192 @@
+"""Collection for the plugin: the suite's markers, parametrisation, case keywords, and the checks
+that fail a run once, before any case, when the model or dataset cannot be used.
+
+Kept out of ``benchc.plugin`` so its hooks stay a few lines each; nothing here holds state (the
+session's lives in :class:`benchc.suite.session.SuiteSession`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchc.suite.session import LoadError, SuiteSession
+
+#: The suite's own markers (this checkout's opt-in markers are the root conftest's).
+MARKERS = {
+    "benchc_cell": "one (corruption, severity) cell of the robustness suite",
+    "benchc_family": "a corruption-family gate (noise, blur, weather, photometric, digital)",
+    "benchc_model": "a model-level robustness gate",
+    "benchc_sample": "a per-sample drill-down case (--per-sample)",
+    "benchc_case": "what a suite case covers: corruption, family, severity, figure, sample "
+    "(select with -m \"benchc_case(family='blur')\" or -k family:blur)",
+}
+#: The id of the one placeholder case a ``--per-sample`` test gets without that option.
+PER_SAMPLE_OFF = "per-sample-off"
+
+
+def register_markers(config: pytest.Config) -> None:
+    """``--strict-markers`` holds wherever the plugin is installed, not only in this checkout."""
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+
+
+def _params(item: pytest.Item) -> dict[str, Any]:
+    return getattr(getattr(item, "callspec", None), "params", {})
+
+
+def is_suite_item(item: pytest.Item) -> bool:
+    return any(item.get_closest_marker(m) for m in MARKERS)
+
+
+def deselect(config: pytest.Config, items: list[pytest.Item], gone: list[pytest.Item]) -> None:
+    """Drop ``gone`` from ``items`` in place, reported as deselected."""
+    if gone:
+        config.hook.pytest_deselected(items=gone)
+        dropped = {id(i) for i in gone}
+        items[:] = [i for i in items if id(i) not in dropped]
+
+
+def parametrize(metafunc: pytest.Metafunc, session: SuiteSession) -> None:
+    """One case per selected cell, family, gated figure and (``--per-sample``) sample."""
+    from benchc.gates.figures import figures
+    from benchc.suite.figures import family_cells
+
+    names = metafunc.fixturenames
+    cfg = session.cfg
+    if "benchc_cell" in names:
+        metafunc.parametrize("benchc_cell", cfg.conditions, ids=cfg.conditions)
+    if "benchc_family" in names:
+        fams = list(family_cells(cfg.conditions))
+        metafunc.parametrize("benchc_family", fams, ids=fams)
+    for level in ("model", "vsi"):
+        if f"benchc_{level}_figure" in names:
+            gated = [f.name for f in figures(level, gated_only=True)]
+            metafunc.parametrize(f"benchc_{level}_figure", gated, ids=gated)
+    if "benchc_sample_case" in names:
+        if not cfg.per_sample:
+            metafunc.parametrize("benchc_sample_case", [None], ids=[PER_SAMPLE_OFF])
+            return
+        try:
+            ids = session.dataset.ids
+        except LoadError as exc:
+            raise pytest.UsageError(f"benchc: {exc}") from None
+        cases = [(c, sid) for c in cfg.conditions for sid in ids]
+        metafunc.parametrize("benchc_sample_case", cases, ids=[f"{c}-{s}" for c, s in cases])
+
+
+def case_facts(item: pytest.Item) -> dict[str, object]:
+    """What a suite case covers: corruption, family, severity, figure, sample."""
+    from benchc import spec
+
+    params = _params(item)
+    facts: dict[str, object] = {}
+    cell = params.get("benchc_cell")
+    if params.get("benchc_sample_case"):
+        cell, facts["sample"] = params["benchc_sample_case"]
+    if cell:
+        corruption, severity = spec.parse_condition(cell)
+        if corruption is not None:
+            facts.update(
+                corruption=corruption, family=spec.FAMILY_OF[corruption], severity=severity
+            )
+    if "benchc_family" in params:
+        facts["family"] = params["benchc_family"]
+    for key in ("benchc_model_figure", "benchc_vsi_figure"):
+        if key in params:
+            facts["figure"] = params[key]
+    return facts
+
+
+def mark_case(item: pytest.Item) -> None:
+    """Whole-name selection: ``-k`` matches substrings (``-k ras`` also hits ``contrast-1``), so
+    every suite case gets keywords ``figure:ras``, ``corruption:fog``, ``family:blur``,
+    ``severity:3`` for ``-k`` and a ``benchc_case(...)`` marker for ``-m``."""
+    if not is_suite_item(item):
+        return
+    facts = case_facts(item)
+    if not facts:
+        return
+    item.add_marker(pytest.mark.benchc_case(**facts))
+    item.extra_keyword_matches.update(f"{k}:{v}" for k, v in facts.items())
+
+
+def shape(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Drop the ``--per-sample`` placeholders and give every case its keywords and marker."""
+    deselect(config, items, [i for i in items if PER_SAMPLE_OFF in i.name])
+    for item in items:
+        mark_case(item)
+
+
+def planned_conditions(items: list[pytest.Item], grid: list[str]) -> list[str]:
+    """Conditions in the order the selected cases will need them (for the prefetch)."""
+    planned: list[str] = []
+    for item in items:
+        params = _params(item)
+        if "benchc_cell" in params:
+            planned.append(params["benchc_cell"])
+        elif params.get("benchc_sample_case"):
+            planned.append(params["benchc_sample_case"][0])
+        elif item.get_closest_marker("benchc_model") or item.get_closest_marker("benchc_family"):
+            planned.extend(grid)
+    return list(dict.fromkeys(planned))
+
+
+def check_model_inputs(state: SuiteSession) -> None:
+    """Prompt length against the model's context and its special tokens in the text: once the
+    model is loaded, before any case (``--lenient`` drops the samples instead)."""
+    from benchc.suite.inputs import check_for_model
+
+    try:
+        state._dataset = check_for_model(state.dataset, state.backend, lenient=state.cfg.lenient)
+    except ValueError as exc:
+        msg = f"--dataset {state.cfg.dataset!r} cannot be used with this model: {exc}"
+        raise LoadError(msg) from None
+
+
+def drop_skipped_sample_cases(
+    config: pytest.Config, items: list[pytest.Item], state: SuiteSession
+) -> None:
+    """``--per-sample`` cases were parametrised from the dataset as loaded; a sample that
+    ``--lenient`` dropped once the model was known has no case to run."""
+    if not state.cfg.per_sample:
+        return
+    ids = set(state.dataset.ids)
+    facts = [(item, case_facts(item)) for item in items]
+    deselect(config, items, [i for i, f in facts if "sample" in f and f["sample"] not in ids])
+
+
+def prepare(
+    config: pytest.Config, items: list[pytest.Item], state: SuiteSession, *, worker: bool
+) -> str | None:
+    """Load what the selected cases need, so that a model or dataset that cannot be used fails
+    once, before any cell runs: a usage error, or in an xdist worker the message (returned)."""
+    try:
+        _load(config, items, state)
+    except LoadError as exc:
+        if not worker:
+            raise pytest.UsageError(f"benchc: {exc}") from None
+        # an xdist worker cannot raise a usage error (the controller reports a crash): it
+        # runs none of the suite's cases and hands the one message to the controller
+        deselect(config, items, [i for i in items if is_suite_item(i)])
+        return f"benchc: {exc}"
+    return None
+
+
+def _load(config: pytest.Config, items: list[pytest.Item], state: SuiteSession) -> None:
+    state.planned_conditions = planned_conditions(items, state.cfg.conditions)
+    _ = state.dataset
+    _ = state.backend
+    check_model_inputs(state)
+    drop_skipped_sample_cases(config, items, state)
+    if any("benchc_vsi_figure" in _params(i) for i in items):
+        _ = state.vsi_run  # the VSI gates' dataset: its errors come before any case too
+
+
+def check_sources(state: SuiteSession) -> None:
+    """Dataset and model source, where nothing is collected (the xdist controller)."""
+    from benchc.suite.session import check_model_source
+
+    _ = state.dataset
+    check_model_source(state.cfg)

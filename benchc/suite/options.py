@@ -1,0 +1,441 @@
+"""Every benchc command-line option, declared once: flag, config field, converter, default, help.
+
+Both ``pytest_addoption`` (:func:`add_options`) and ``SuiteConfig.from_options``
+(:func:`config_values`) are generated from :data:`OPTIONS`, so a default or a check cannot
+differ between them. A value that is wrong on its own fails while pytest parses the command line
+(argparse ``type=``): one usage error naming the option and the value, before any hook runs.
+What needs the rootdir, another option or the test's import path (paths, ``--model``,
+``--model-args``, a ``module:callable`` region locator) is settled in ``from_options`` instead.
+"""
+
+from __future__ import annotations
+
+import os
+from argparse import SUPPRESS, ArgumentTypeError
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchc import spec
+
+#: The repository's ``fixtures/`` (the embedded tiny model and testbed live there).
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+DEFAULT_MODEL = str(FIXTURES / "tiny-vlm")
+DEFAULT_DATASET = str(FIXTURES / "testbed")
+#: The VSI gates' own embedded set (two forward passes a sample, no grid: it can be large). Like
+#: the testbed it runs at its native 128 px: at 448 px the sigma-20 blur costs 5x the CPU time.
+DEFAULT_VSI_DATASET = str(FIXTURES / "vsi-set")
+
+
+class ConfigError(ValueError):
+    """An invalid benchc option; the plugin turns it into a ``pytest.UsageError``."""
+
+
+def parse_corruptions(text: str | None) -> tuple[str, ...]:
+    """``"all"``/None, or a comma list of corruption names and family names (``blur,fog``)."""
+    if text is None or text.strip() in ("", "all"):
+        return spec.CORRUPTIONS
+    chosen: list[str] = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        names = spec.FAMILIES.get(item, (item,))
+        for name in names:
+            if name not in spec.CORRUPTIONS:
+                raise ConfigError(
+                    f"--corruptions: unknown corruption or family {item!r}; choose from "
+                    f"{', '.join(spec.FAMILIES)} or {', '.join(spec.CORRUPTIONS)}"
+                )
+            if name not in chosen:
+                chosen.append(name)
+    if not chosen:
+        raise ConfigError("--corruptions selects nothing")
+    return tuple(c for c in spec.CORRUPTIONS if c in chosen)  # canonical order
+
+
+def parse_severities(text: str | None) -> tuple[int, ...]:
+    """``"all"``/None, ``"1,3,5"`` or a range ``"2-4"``."""
+    if text is None or text.strip() in ("", "all"):
+        return spec.SEVERITIES
+    chosen: set[int] = set()
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        lo, sep, hi = item.partition("-")
+        try:
+            values = range(int(lo), int(hi) + 1) if sep else [int(lo)]
+        except ValueError:
+            raise ConfigError(f"--severities: {item!r} is not a severity or range") from None
+        for v in values:
+            if v not in spec.SEVERITIES:
+                raise ConfigError(f"--severities: {v} is outside 1..5")
+            chosen.add(v)
+    if not chosen:
+        raise ConfigError("--severities selects nothing")
+    return tuple(sorted(chosen))
+
+
+def parse_degrade(text: str | None) -> dict[str, float]:
+    """``"damp=0.3,sharpen=3"`` (a hidden option used by the suite's own tests)."""
+    from benchc.testing.degrade import KNOBS
+
+    if not text:
+        return {}
+    out: dict[str, float] = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        if not sep or name.strip() not in KNOBS:
+            raise ConfigError(f"--benchc-degrade: expected {'|'.join(KNOBS)}=<x>, got {item!r}")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(f"--benchc-degrade: {item!r} is not a number") from None
+    return out
+
+
+def _number(kind: type, bad: Callable[[Any], bool], rule: str) -> Callable[[str], Any]:
+    """A ``type=`` converter: ``kind(text)``, refused when ``bad`` (the message names the value)."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise ArgumentTypeError(f"invalid {kind.__name__} value: {text!r}") from None
+        if bad(value):
+            raise ArgumentTypeError(f"{rule}, got {value}")
+        return value
+
+    return convert
+
+
+# -- what ``from_options`` settles once every option is known ----------------------------------
+#: ``finish(value, given, rootdir)``: ``given`` holds every option's value before finishing.
+Finish = Callable[[Any, Mapping[str, Any], Path], Any]
+
+
+def _local_or_id(value: str, rootdir: Path) -> str:
+    """A relative path that exists under ``rootdir`` becomes absolute; a hub id stays as is."""
+    p = Path(os.path.expanduser(value))
+    if p.is_absolute():
+        return str(p)
+    if (rootdir / p).exists():
+        return str(rootdir / p)
+    return value
+
+
+def _model_args(text: str | None, model: str) -> dict[str, Any]:
+    from benchc.models.registry import parse_model_args
+
+    try:
+        return parse_model_args(text, model)
+    except ValueError as exc:
+        raise ConfigError(f"--model-args: {exc}") from None
+
+
+def _path(value: Any, given: Mapping[str, Any], rootdir: Path) -> Path | None:
+    """Relative to ``rootdir`` (so every xdist worker agrees), ``~`` expanded."""
+    if value is None:
+        return None
+    p = Path(os.path.expanduser(str(value)))
+    return p if p.is_absolute() else rootdir / p
+
+
+def _source(value: Any, given: Mapping[str, Any], rootdir: Path) -> str | None:
+    """A dataset or model: a folder under ``rootdir`` made absolute, a hub id kept."""
+    return _local_or_id(value, rootdir) if value else None
+
+
+def _args_of_model(value: Any, given: Mapping[str, Any], rootdir: Path) -> dict[str, Any]:
+    return _model_args(value, given["model"])  # the schema depends on the backend --model picks
+
+
+def _locator(value: Any, given: Mapping[str, Any], rootdir: Path) -> str:
+    """Checked here, not at parse time: ``module:callable`` may need the conftest's sys.path."""
+    from benchc.corruptions.locate import resolve_locator
+
+    try:
+        resolve_locator(value)
+    except ValueError as exc:
+        raise ConfigError(f"--region-locator: {exc}") from None
+    return value
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option and the ``SuiteConfig`` field it fills (dest ``benchc_<field>``)."""
+
+    flag: str
+    field: str
+    help: str
+    #: The value when the option is not given (None where it is resolved later, see ``help``).
+    default: Any = None
+    #: Converts (and checks) a command-line string; raises ``ArgumentTypeError``/``ValueError``.
+    type: Callable[[str], Any] | None = None
+    metavar: str | None = None
+    switch: bool = False  # a store_true flag
+    #: The environment variable consulted where the value is resolved, when not given.
+    env: str | None = None
+    finish: Finish | None = None
+    #: An empty value means the default (``--model=`` is the embedded model).
+    blank_is_default: bool = False
+    hidden: bool = False
+
+    @property
+    def dest(self) -> str:
+        return f"benchc_{self.field}"
+
+    def convert(self, text: str) -> Any:
+        """The argparse ``type=``: every refusal becomes ``argument --flag: <why, value>``."""
+        assert self.type is not None
+        try:
+            return self.type(text)
+        except ArgumentTypeError:
+            raise
+        except ValueError as exc:  # the shared parsers' ConfigError names the flag already
+            message = str(exc)
+            if message.startswith(self.flag):
+                message = message[len(self.flag) :].lstrip(": ")
+            raise ArgumentTypeError(message) from None
+
+    def add_to(self, addoption: Callable[..., Any]) -> None:
+        """Declare on a pytest option group (or an ``argparse`` parser's ``add_argument``)."""
+        kwargs: dict[str, Any] = {"dest": self.dest, "help": SUPPRESS if self.hidden else self.help}
+        if self.switch:
+            kwargs["action"] = "store_true"
+        else:
+            kwargs["default"] = self.default
+            if self.type is not None:
+                kwargs["type"] = self.convert
+            if self.metavar is not None:
+                kwargs["metavar"] = self.metavar
+        addoption(self.flag, **kwargs)
+
+    def given(self, get: Callable[[str], Any]) -> Any:
+        """The value from ``get(dest)`` (None: not given): defaulted, and converted when it is a
+        string (what argparse does with a string default or a command-line value)."""
+        value = get(self.dest)
+        if value is None or (self.blank_is_default and not value):
+            value = self.default
+        if self.switch:
+            return bool(value)
+        if isinstance(value, str) and self.type is not None:
+            try:
+                return self.convert(value)
+            except ArgumentTypeError as exc:
+                raise ConfigError(f"{self.flag}: {exc}") from None
+        return value
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "--model",
+        "model",
+        "model under test: hub id or checkpoint folder (default: fixtures/tiny-vlm)",
+        default=DEFAULT_MODEL,
+        metavar="ID_OR_DIR",
+        blank_is_default=True,
+        finish=_source,
+    ),
+    Option(
+        "--model-args",
+        "model_args",
+        "backend arguments, lm-eval style: device_map=auto,attn_implementation=sdpa,"
+        "max_pixels=401408 (hf); concurrency=8,rate_limit=5,top_logprobs=20 (openai)",
+        metavar="K=V,...",
+        finish=_args_of_model,
+    ),
+    Option("--revision", "revision", "hub revision of --model"),
+    Option(
+        "--trust-remote-code",
+        "trust_remote_code",
+        "allow the model's own code from the hub",
+        switch=True,
+    ),
+    Option(
+        "--dataset",
+        "dataset",
+        "dataset folder or file (default: fixtures/testbed)",
+        default=DEFAULT_DATASET,
+        metavar="PATH",
+        blank_is_default=True,
+        finish=_source,
+    ),
+    Option(
+        "--corruptions",
+        "corruptions",
+        "comma list of corruptions and/or families (noise,blur,...); default all 19",
+        default=spec.CORRUPTIONS,
+        type=parse_corruptions,
+        metavar="LIST",
+    ),
+    Option(
+        "--severities",
+        "severities",
+        "comma list or range of severities, e.g. 1,3,5 or 2-4; default 1-5",
+        default=spec.SEVERITIES,
+        type=parse_severities,
+        metavar="LIST",
+    ),
+    Option(
+        "--image-size",
+        "image_size",
+        "longer image side before corruption (default: native for the embedded testbed, else "
+        f"{spec.DEFAULT_IMAGE_SIZE})",
+        type=_number(int, lambda n: n < 32, "must be >= 32 px"),
+        metavar="PX",
+    ),
+    Option(
+        "--batch-size",
+        "batch_size",
+        "queries per forward pass (default: the backend's)",
+        type=_number(int, lambda n: n < 1, "must be >= 1"),
+    ),
+    Option(
+        "--device",
+        "device",
+        "auto (GPU when present, one per xdist worker), cpu, cuda, cuda:1, ...",
+        default="auto",
+        blank_is_default=True,
+    ),
+    Option("--dtype", "dtype", "float32, bfloat16, float16"),
+    Option(
+        "--seed",
+        "seed",
+        "seed of corruptions and bootstrap (default %(default)s)",
+        default=spec.DEFAULT_SEED,
+        type=_number(int, lambda n: not 0 <= n < 2**63, "must be an integer in 0..2**63-1"),
+    ),
+    Option(
+        "--results-dir",
+        "results_dir",
+        "resumable results store (default %(default)s)",
+        default=Path(".benchc/results"),
+        metavar="DIR",
+        finish=_path,
+    ),
+    Option(
+        "--cache-dir",
+        "cache_dir",
+        "corruption cache (default $BENCHC_CACHE_DIR or ~/.cache/benchc/corruptions)",
+        metavar="DIR",
+        env="BENCHC_CACHE_DIR",
+        finish=_path,
+    ),
+    Option(
+        "--thresholds-dir",
+        "thresholds_dir",
+        "threshold snapshots, one folder per model (default %(default)s/)",
+        default=Path("thresholds"),
+        metavar="DIR",
+        finish=_path,
+    ),
+    Option(
+        "--report",
+        "report",
+        "write DIR/report.html (self-contained) and DIR/report.json at the end of the run",
+        metavar="DIR",
+        finish=_path,
+    ),
+    Option(
+        "--per-sample",
+        "per_sample",
+        "add corruption x severity x sample drill-down cases",
+        switch=True,
+    ),
+    Option(
+        "--region-locator",
+        "region_locator",
+        "VSI region for samples without one: none (blur the whole image), foreground, "
+        "or module:callable",
+        default="none",
+        metavar="NAME",
+        blank_is_default=True,
+        finish=_locator,
+    ),
+    Option(
+        "--lenient",
+        "lenient",
+        "skip bad dataset samples (counted in the summary) instead of a usage error",
+        switch=True,
+    ),
+    Option(
+        "--allow-outside-root",
+        "allow_outside_root",
+        "let dataset image/mask paths point outside the dataset folder (shared folders)",
+        switch=True,
+    ),
+    Option(
+        "--lock-timeout",
+        "lock_timeout",
+        "seconds to wait for a results lock held by another host (default "
+        "$BENCHC_LOCK_TIMEOUT or 600)",
+        type=_number(float, lambda s: s < 0, "must be >= 0 seconds"),
+        metavar="S",
+        env="BENCHC_LOCK_TIMEOUT",
+    ),
+    Option(
+        "--vsi-dataset",
+        "vsi_dataset",
+        "dataset of the VSI gates (default: fixtures/vsi-set with the embedded testbed, "
+        "else --dataset)",
+        metavar="PATH",
+        finish=_source,
+    ),
+    Option(
+        "--false-alarm-budget",
+        "false_alarm_budget",
+        "probability that any gate fails when nothing changed; split over the gates that "
+        "run into each gate's z (default %(default)s)",
+        default=0.01,
+        type=_number(float, lambda p: not 0.0 < p < 1.0, "must be in (0, 1)"),
+        metavar="P",
+    ),
+    Option(
+        "--strict-gates",
+        "strict_gates",
+        "a gate that cannot be checked fails instead of being reported (release CI)",
+        switch=True,
+    ),
+    # no knob: "" converts to {} (argparse converts a string default like a given value)
+    Option("--benchc-degrade", "degrade", "", default="", type=parse_degrade, hidden=True),
+)
+
+BY_FIELD: dict[str, Option] = {opt.field: opt for opt in OPTIONS}
+
+
+def add_options(addoption: Callable[..., Any]) -> None:
+    """``pytest_addoption``: every option on the ``benchc`` group."""
+    for opt in OPTIONS:
+        opt.add_to(addoption)
+
+
+def default_of(field: str) -> Any:
+    """A ``SuiteConfig`` field's default: its option's, as ``from_options`` would give it."""
+    return BY_FIELD[field].given(lambda dest: None)
+
+
+def config_values(get: Callable[[str], Any], rootdir: Path) -> dict[str, Any]:
+    """``SuiteConfig`` keyword arguments from ``config.getoption``-style ``get(dest)``."""
+    given = {opt.field: opt.given(get) for opt in OPTIONS}
+    return {
+        opt.field: opt.finish(given[opt.field], given, rootdir) if opt.finish else given[opt.field]
+        for opt in OPTIONS
+    }
+
+
+__all__ = [
+    "DEFAULT_DATASET",
+    "DEFAULT_MODEL",
+    "DEFAULT_VSI_DATASET",
+    "FIXTURES",
+    "OPTIONS",
+    "ConfigError",
+    "Option",
+    "add_options",
+    "config_values",
+    "default_of",
+    "parse_corruptions",
+    "parse_degrade",
+    "parse_severities",
+]

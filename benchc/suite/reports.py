@@ -1,0 +1,43 @@
+"""What a finished suite run writes besides the terminal summary: ``--report DIR`` and the CI
+step summary. Plain data in (config, run folders, verdict records), so that the plugin's
+session-end hook stays a few lines and this can be called without pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from benchc.suite.config import SuiteConfig
+
+
+def write_reports(cfg: SuiteConfig, run_dirs: Iterable[str], verdicts: list[dict] | None) -> None:
+    """``--report DIR``: the HTML page and JSON of this run with its gate verdicts; the
+    Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it."""
+    from benchc.report import ci
+
+    dirs = [Path(d) for d in sorted(run_dirs)]
+    page = None
+    if cfg.report is not None and dirs:
+        from benchc.report import compare_runs, write_report
+        from benchc.results.reader import group_runs
+
+        try:
+            from benchc.suite.gate import record_command
+        except ImportError:  # the gates moved it: the report then builds one from the manifest
+            record_command = None
+        groups = group_runs(dirs)  # the grid run and, with its own dataset, the VSI run
+        if len(groups) == 1:
+            page = write_report(
+                groups[0][0],
+                cfg.report,
+                vsi_dir=groups[0][1],
+                thresholds_dir=cfg.thresholds_dir,
+                verdicts=verdicts,
+                verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
+                record_command=record_command(cfg) if record_command else None,
+            )
+        else:
+            page = compare_runs([g for g, _ in groups], cfg.report, vsi_dirs=[v for _, v in groups])
+    if verdicts:
+        ci.write_step_summary(verdicts, report=str(page) if page else None)

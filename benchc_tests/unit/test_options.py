@@ -1,0 +1,127 @@
+"""The option table (``benchc.suite.options``) is the one declaration of every benchc option:
+the command line, ``SuiteConfig`` and the README's options table all follow it."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from benchc import spec
+from benchc.suite.config import SuiteConfig
+from benchc.suite.options import OPTIONS, add_options, default_of
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+#: A command-line value for every option (None: a switch) and the SuiteConfig field it gives,
+#: each unlike the default; ``rootdir`` stands for the rootdir the paths resolve against.
+EXAMPLES = {
+    "--model": ("org/name", "org/name"),
+    "--model-args": ("max_pixels=401408", {"max_pixels": 401408}),
+    "--revision": ("v1", "v1"),
+    "--trust-remote-code": (None, True),
+    "--dataset": ("data", "rootdir/data"),
+    "--corruptions": ("blur", spec.FAMILIES["blur"]),
+    "--severities": ("2-3", (2, 3)),
+    "--image-size": ("224", 224),
+    "--batch-size": ("4", 4),
+    "--device": ("cpu", "cpu"),
+    "--dtype": ("bfloat16", "bfloat16"),
+    "--seed": ("7", 7),
+    "--results-dir": ("res", "rootdir/res"),
+    "--cache-dir": ("/abs/cache", Path("/abs/cache")),
+    "--thresholds-dir": ("snap", "rootdir/snap"),
+    "--report": ("out", "rootdir/out"),
+    "--per-sample": (None, True),
+    "--region-locator": ("foreground", "foreground"),
+    "--lenient": (None, True),
+    "--allow-outside-root": (None, True),
+    "--lock-timeout": ("2.5", 2.5),
+    "--vsi-dataset": ("org/vsi", "org/vsi"),
+    "--false-alarm-budget": ("0.05", 0.05),
+    "--strict-gates": (None, True),
+    "--benchc-degrade": ("damp=0.3", {"damp": 0.3}),
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    add_options(parser.add_argument)
+    return parser
+
+
+def test_readme_table_lists_exactly_the_declared_options():
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("| option | meaning (default) |") :].split("\n\n", 1)[0]
+    rows = [line.split("|")[1] for line in table.splitlines()[2:]]
+    listed = [flag for row in rows for flag in re.findall(r"`(--[a-z][a-z-]*)", row)]
+    declared = [opt.flag for opt in OPTIONS if not opt.hidden]
+    assert sorted(listed) == sorted(declared)
+    assert len(listed) == len(set(listed))
+
+
+def test_every_option_has_an_example():
+    assert sorted(EXAMPLES) == sorted(opt.flag for opt in OPTIONS)
+
+
+@pytest.mark.parametrize("opt", OPTIONS, ids=lambda opt: opt.flag)
+def test_every_option_round_trips_into_the_config(opt, tmp_path):
+    (tmp_path / "data").mkdir()
+    text, want = EXAMPLES[opt.flag]
+    args = [opt.flag] if text is None else [f"{opt.flag}={text}"]
+    cfg = SuiteConfig.from_options(vars(_parser().parse_args(args)).get, rootdir=tmp_path)
+    value = getattr(cfg, opt.field)
+    if isinstance(want, str) and want.startswith("rootdir/"):
+        want = tmp_path / want.removeprefix("rootdir/")
+        value = Path(value)
+    assert value == want
+    assert value != getattr(SuiteConfig(), opt.field)
+
+
+def test_nothing_given_is_the_declared_defaults(tmp_path):
+    from_cli = SuiteConfig.from_options(vars(_parser().parse_args([])).get, rootdir=tmp_path)
+    from_python = SuiteConfig.from_options({}.get, rootdir=tmp_path)
+    assert from_cli == from_python
+    plain = SuiteConfig()
+    for f in fields(SuiteConfig):
+        if f.name in ("results_dir", "thresholds_dir"):  # resolved against the rootdir
+            assert getattr(from_cli, f.name) == tmp_path / getattr(plain, f.name)
+        else:
+            assert getattr(from_cli, f.name) == getattr(plain, f.name), f.name
+    assert plain.seed == spec.DEFAULT_SEED and plain.corruptions == spec.CORRUPTIONS
+    assert default_of("false_alarm_budget") == 0.01
+
+
+def test_environment_variables_are_the_ones_read():
+    from benchc.corruptions.cache import CACHE_ENV
+    from benchc.results.lock import LOCK_TIMEOUT_ENV
+
+    envs = {opt.flag: opt.env for opt in OPTIONS if opt.env}
+    assert envs == {"--cache-dir": CACHE_ENV, "--lock-timeout": LOCK_TIMEOUT_ENV}
+    for opt in OPTIONS:
+        if opt.env:
+            assert f"${opt.env}" in opt.help
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--seed=-1"], "argument --seed: must be an integer in 0..2**63-1, got -1"),
+        (["--image-size=x"], "argument --image-size: invalid int value: 'x'"),
+        (["--corruptions=fgo"], "argument --corruptions: unknown corruption or family 'fgo'"),
+        (["--severities=6"], "argument --severities: 6 is outside 1..5"),
+    ],
+)
+def test_bad_values_fail_at_parse_time(args, says):
+    with pytest.raises(argparse.ArgumentError) as info:
+        _parser().parse_args(args)
+    assert str(info.value).startswith(says)
+
+
+def test_help_is_the_declared_one():
+    text = " ".join(_parser().format_help().split())  # unwrapped
+    assert "(default 0)" in text and "(default 0.01)" in text and "(default thresholds/)" in text
+    assert "--benchc-degrade" not in text
