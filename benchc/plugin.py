@@ -254,7 +254,7 @@ def _session(config: pytest.Config) -> SuiteSession:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     from benchc.gates.figures import figures
-    from benchc.suite.figures import family_cells
+    from benchc.suite.payloads import family_cells
 
     names = metafunc.fixturenames
     session = _session(metafunc.config)

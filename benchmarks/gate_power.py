@@ -43,7 +43,7 @@ from benchc.suite.config import (
     parse_corruptions,
     parse_severities,
 )
-from benchc.suite.figures import family_cells
+from benchc.suite.payloads import family_cells
 from benchc.suite.run import SuiteRun, default_corruption_workers
 from benchc.suite.session import open_backend, open_dataset
 from benchc.suite.vsi import vsi_arrays, vsi_evidence

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchc.report.data import TABLE2
-from benchc.report.figures import FIGURES, STATE_LABELS
+from benchc.report.plots import PLOTS, STATE_LABELS
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1b1b1b}
@@ -359,7 +359,7 @@ def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None 
     """The complete HTML page."""
     by_section: dict[str, list[str]] = {}
     for key, svg in svgs.items():
-        section, caption, _ = FIGURES[key]
+        section, caption, _ = PLOTS[key]
         by_section.setdefault(section, []).append(
             f'<figure class="fig" id="fig-{e(key)}" data-figure="{e(key)}">{svg}'
             f"<figcaption>{e(caption)}</figcaption></figure>"

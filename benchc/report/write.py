@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchc.report import baseline as snap
-from benchc.report import data, drill, figures, page
+from benchc.report import data, drill, page, plots
 from benchc.results.reader import StoredRun, read_run
 from benchc.results.store import atomic_write_text
 
@@ -53,7 +53,7 @@ def record_command_for(run: StoredRun) -> str:
 def _write(doc: dict[str, Any], out_dir: Path, drill_note: str | None) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    svgs = figures.render_all(doc)
+    svgs = plots.render_all(doc)
     atomic_write_text(out_dir / HTML, page.render(doc, svgs, drill_note=drill_note))
     public = copy.deepcopy(doc)
     for item in public.get("drilldown", []):

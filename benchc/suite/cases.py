@@ -16,7 +16,7 @@ import numpy as np
 from benchc import spec
 from benchc.gates import GridEvidence, Payload
 from benchc.gates.check import ZFor
-from benchc.suite.figures import build_payload, family_cells
+from benchc.suite.payloads import build_payload, family_cells
 from benchc.suite.run import SuiteRun
 
 #: Per-sample drill-down (``--per-sample``): a sample fails when its RAS in a cell drops by

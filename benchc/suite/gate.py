@@ -154,7 +154,7 @@ class GateCheck:
     def _record(self, payload: Payload, baseline: Payload | None) -> None:
         """``--snapshot-update``: merge rules, write the sidecar, let syrupy write the JSON.
         A grid-level snapshot recorded over more cells than this run selects is kept."""
-        from benchc.suite.figures import with_rules
+        from benchc.suite.payloads import with_rules
 
         if baseline is not None and payload.level in ("model", "family"):
             old = set(baseline.info.get(GRID_KEY) or ())

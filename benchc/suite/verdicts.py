@@ -16,10 +16,10 @@ from benchc.gates import ErrorBudget, EvidenceError, GridEvidence, Payload, chec
 from benchc.gates.budget import DEFAULT_BUDGET
 from benchc.gates.snapshot import case_name, load_baseline, model_slug
 from benchc.results.store import StoreError, load_npz
-from benchc.suite.figures import grid_payloads
+from benchc.suite.payloads import grid_payloads
 from benchc.suite.vsi import vsi_evidence
 
-#: Offline case key (see :func:`benchc.suite.figures.grid_payloads`) -> pytest case name.
+#: Offline case key (see :func:`benchc.suite.payloads.grid_payloads`) -> pytest case name.
 _TEST = {"cell": "test_cell", "family": "test_family", "model": "test_model", "vsi": "test_vsi"}
 
 
@@ -87,7 +87,7 @@ def collect(
     vsi_run = Path(vsi_dir) if vsi_dir is not None else run_dir
     vsi_paths = sorted(vsi_run.glob("vsi-region-blur*.npz"), key=lambda p: len(p.name))
     if vsi_paths:
-        from benchc.suite.figures import build_payload
+        from benchc.suite.payloads import build_payload
 
         vsi_manifest = json.loads((vsi_run / "manifest.json").read_text(encoding="utf-8"))
         vsi_info = {

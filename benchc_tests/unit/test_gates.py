@@ -31,7 +31,7 @@ from benchc.gates.evidence import Evidence
 from benchc.gates.rules import check_rules
 from benchc.metrics import compute_grid, grid_from_logits
 from benchc.metrics.stats import bootstrap_indices, replicate_se
-from benchc.suite.figures import build_payload, grid_payloads
+from benchc.suite.payloads import build_payload, grid_payloads
 
 Z3 = lambda level: 3.0  # noqa: E731 - a fixed z for tests that are not about the budget
 

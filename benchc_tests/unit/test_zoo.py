@@ -12,7 +12,7 @@ import pytest
 from benchc.gates import ErrorBudget, GridEvidence, Payload, check, default_rules
 from benchc.gates.snapshot import load_baseline
 from benchc.suite import degrade as zoo
-from benchc.suite.figures import family_cells
+from benchc.suite.payloads import family_cells
 
 REPO = Path(__file__).resolve().parents[2]
 THRESHOLDS = REPO / "thresholds" / "tiny-vlm"
