@@ -125,5 +125,5 @@ def test_rank_table_from_grids():
             lc, lc[:, None, None] + rng.normal(size=(10, 2, 5, 4)), rng.integers(0, 4, 10)
         )
     t = rank_table_from_grids(grids)
-    assert t.metrics == ("acc_corrupt", "d_acc", "rel_robustness", "ras")
+    assert t.metrics == ("accuracy", "d_acc", "relative_robustness", "ras")
     assert set(t.models) == {"a", "b"} and t.ranks[0, 3] == 1
