@@ -195,9 +195,10 @@ def evidence_vsi(base: SnapshotBaseline) -> dict[str, object] | None:
         return None
     ev = found[2]
     vsi = np.asarray(ev.vsi, dtype=np.float64)
-    low = vsi < spec.VSI_INSENSITIVE
+    low = ev.low
     changed = np.asarray(ev.changed, dtype=np.float64)
     probe = np.asarray(ev.probe_correct, dtype=np.float64)
+    fig = ev.figures()  # the VSI gates' own figures of this evidence
 
     def mean(a: np.ndarray, m: np.ndarray) -> float | None:
         return _num(a[m].mean()) if m.any() else None
@@ -206,13 +207,13 @@ def evidence_vsi(base: SnapshotBaseline) -> dict[str, object] | None:
     return {
         "n": int(vsi.size),
         "median": _num(np.median(vsi)),
-        "insensitive_fraction": _num(low.mean()),
+        "insensitive_fraction": _num(fig["insensitive_fraction"]),
         "values": [round(float(v), 6) for v in vsi],
         "gap": {
             "n_low": int(low.sum()),
-            "probe_low": mean(probe, low),
+            "probe_low": _num(fig["probe_accuracy"]),
             "probe_low_std": None,
-            "change_low": mean(changed, low),
+            "change_low": _num(fig["argmax_change_rate"]),
             "probe_high": mean(probe, ~low),
             "change_high": mean(changed, ~low),
             "gap": (recorded.get("gap") or {}).get("gap"),

@@ -109,6 +109,8 @@ def test_vsi_block_is_the_vsi_metrics(run_dir, doc):
     )
     assert close(v["gap"]["gap"], gap.gap) and close(v["gap"]["change_low"], gap.change_rate)
     assert v["gap"]["n_low"] == gap.n
+    # the probe accuracy the gap uses: read on the low-VSI subset, not over every sample
+    assert close(v["gap"]["probe_low"], gap.probe_accuracy)
     assert close(v["signals"]["auroc_vsi"], auroc_vsi(~g.correct_clean, a["vsi"]))
     assert close(v["signals"]["ece"], ece(g.conf_clean, g.correct_clean))
     assert close(v["signals"]["brier"], brier(g.conf_clean, g.correct_clean))
