@@ -25,7 +25,7 @@ SAMPLE_RAS_DROP = 0.1
 
 
 def run_info(run: SuiteRun) -> dict[str, Any]:
-    """Settings that make two payloads comparable (see ``benchc.suite.gate.SETTINGS_KEYS``)."""
+    """Settings that make two payloads comparable (see ``benchc.gates.pipeline.SETTINGS_KEYS``)."""
     return {
         "dataset_fingerprint": run.dataset.fingerprint,
         "image_size": run.image_size,
