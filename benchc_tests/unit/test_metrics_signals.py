@@ -96,7 +96,7 @@ def test_spearman_permutation_detects_association_and_is_seeded():
 def test_rank_mismatch_table_vi_style():
     models = ["m1", "m2", "m3"]
     scores = {
-        "acc_corrupt": np.array([0.55, 0.42, 0.40]),
+        "accuracy": np.array([0.55, 0.42, 0.40]),
         "d_acc": np.array([-0.12, -0.05, -0.04]),
         "ras": np.array([-0.118, -0.049, -0.058]),
     }
