@@ -9,7 +9,7 @@ command that re-records a model's thresholds.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,36 +60,32 @@ def check_case(
     return CaseResult(verdict=check(baseline, current, z_for=z_for, seed=seed))
 
 
+#: The settings a re-record command carries (the suite's option names, ``--image-size``...).
+RECORD_SETTINGS = (
+    "model", "dataset", "corruptions", "severities", "image_size", "seed", "thresholds_dir",
+)  # fmt: skip
+
+
 def record_command(
-    *,
-    model: str | None = None,
-    dataset: str | None = None,
-    corruptions: Sequence[str] | None = None,
-    severities: Sequence[int] | None = None,
-    image_size: int | None = None,
-    seed: int = spec.DEFAULT_SEED,
-    thresholds_dir: Path | None = None,
-    defaults: Mapping[str, str] | None = None,
+    settings: Mapping[str, Any], *, defaults: Mapping[str, str] | None = None
 ) -> str:
-    """The one command that records a model's thresholds; a setting at its default (``None``,
-    or the value in ``defaults``: ``model``/``dataset``) is left out."""
-    defaults = defaults or {}
+    """The one command that records a model's thresholds from :data:`RECORD_SETTINGS`; a
+    setting at its default (missing, None, or the value in ``defaults``) is left out."""
+    get, defaults = settings.get, defaults or {}
     parts = ["pytest", "benchc_tests/suite"]
-    if model and model != defaults.get("model"):
-        parts.append(f"--model={model}")
-    if dataset and dataset != defaults.get("dataset"):
-        parts.append(f"--dataset={dataset}")
-    if corruptions is not None and tuple(corruptions) != spec.CORRUPTIONS:
-        parts.append(f"--corruptions={','.join(corruptions)}")
-    if severities is not None and tuple(severities) != spec.SEVERITIES:
-        parts.append(f"--severities={','.join(map(str, severities))}")
-    if image_size is not None:
-        parts.append(f"--image-size={image_size}")
-    if seed != spec.DEFAULT_SEED:
-        parts.append(f"--seed={seed}")
-    if thresholds_dir is not None and (
-        Path(thresholds_dir).resolve() != (Path.cwd() / "thresholds").resolve()
-    ):
-        parts.append(f"--thresholds-dir={thresholds_dir}")
+    for key in ("model", "dataset"):
+        if get(key) and get(key) != defaults.get(key):
+            parts.append(f"--{key}={get(key)}")
+    if get("corruptions") is not None and tuple(get("corruptions")) != spec.CORRUPTIONS:
+        parts.append(f"--corruptions={','.join(get('corruptions'))}")
+    if get("severities") is not None and tuple(get("severities")) != spec.SEVERITIES:
+        parts.append(f"--severities={','.join(map(str, get('severities')))}")
+    if get("image_size") is not None:
+        parts.append(f"--image-size={get('image_size')}")
+    if get("seed", spec.DEFAULT_SEED) != spec.DEFAULT_SEED:
+        parts.append(f"--seed={get('seed')}")
+    where = get("thresholds_dir")
+    if where is not None and Path(where).resolve() != (Path.cwd() / "thresholds").resolve():
+        parts.append(f"--thresholds-dir={where}")
     parts.append("--snapshot-update")
     return shlex.join(parts)

@@ -27,31 +27,20 @@ from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
 def record_command(cfg: SuiteConfig) -> str:
     """The one command that records this model's thresholds
     (:func:`benchc.gates.pipeline.record_command` on this run's selection)."""
-    return pipeline.record_command(
-        model=cfg.model,
-        dataset=cfg.dataset,
-        corruptions=cfg.corruptions,
-        severities=cfg.severities,
-        image_size=cfg.image_size,
-        seed=cfg.seed,
-        thresholds_dir=cfg.thresholds_dir,
-        defaults=_DEFAULTS,
-    )
+    settings = {k: getattr(cfg, k) for k in pipeline.RECORD_SETTINGS}
+    return pipeline.record_command(settings, defaults=_DEFAULTS)
 
 
 def run_record_command(run: StoredRun, thresholds_dir: Path | None = None) -> str:
     """The same command for a stored run, from its manifest (``benchc report``)."""
-    settings = run.manifest.get("settings", {})
-    return pipeline.record_command(
-        model=run.manifest.get("model_spec"),
-        dataset=run.manifest.get("dataset_spec"),
-        corruptions=run.corruptions or None,
-        severities=run.severities or None,
-        image_size=settings.get("image_size"),
-        seed=run.seed,
-        thresholds_dir=thresholds_dir,
-        defaults=_DEFAULTS,
-    )
+    m = run.manifest
+    settings = {
+        "model": m.get("model_spec"), "dataset": m.get("dataset_spec"),
+        "corruptions": run.corruptions or None, "severities": run.severities or None,
+        "image_size": m.get("settings", {}).get("image_size"), "seed": run.seed,
+        "thresholds_dir": thresholds_dir,
+    }  # fmt: skip
+    return pipeline.record_command(settings, defaults=_DEFAULTS)
 
 
 _DEFAULTS = {"model": DEFAULT_MODEL, "dataset": DEFAULT_DATASET}

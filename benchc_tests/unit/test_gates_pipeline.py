@@ -70,7 +70,9 @@ def test_one_record_command_for_a_config_and_a_stored_run(tmp_path):
         severities=(1, 5), clean_logits=None, logits=None,
     )  # fmt: skip
     assert run_record_command(run, cfg.thresholds_dir) == cfg_command(cfg)
-    assert record_command(seed=spec.DEFAULT_SEED) == "pytest benchc_tests/suite --snapshot-update"
+    assert (
+        record_command({"seed": spec.DEFAULT_SEED}) == "pytest benchc_tests/suite --snapshot-update"
+    )
 
 
 def test_sweep_unreferenced_keeps_what_a_snapshot_names(tmp_path: Path):
