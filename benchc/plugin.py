@@ -295,7 +295,9 @@ def _gate_counts(items: list[pytest.Item]) -> dict[str, int]:
             cases.append(("model", (params["benchc_model_figure"],)))
         else:
             marker = next((m for m in _LEVEL_OF_MARKER if item.get_closest_marker(m)), None)
-            if marker is not None and "benchc_sample_case" not in params:
+            if "benchc_sample_case" in params:
+                cases.append(("sample", None))
+            elif marker is not None:
                 cases.append((_LEVEL_OF_MARKER[marker], None))
     return count_gates(cases)  # type: ignore[arg-type]
 

@@ -8,7 +8,8 @@ the plugin parametrises cases from it, payload builders fill it, the default rul
 and the report labels with it.
 
 Levels: ``cell`` (one corruption x severity), ``family`` (a corruption family's cells,
-docs/spec.md §1), ``model`` (the selected grid) and ``vsi`` (the VSI set, docs/spec.md §5).
+docs/spec.md §1), ``model`` (the selected grid), ``vsi`` (the VSI set, docs/spec.md §5) and
+``sample`` (one sample in one cell, the ``--per-sample`` drill-down).
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from typing import Literal
 
 from benchc.metrics.figures import Direction, FigureDef, definition
 
-Level = Literal["cell", "family", "model", "vsi"]
+Level = Literal["cell", "family", "model", "vsi", "sample"]
 
-LEVELS: tuple[Level, ...] = ("cell", "family", "model", "vsi")
+LEVELS: tuple[Level, ...] = ("cell", "family", "model", "vsi", "sample")
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,9 @@ FIGURES: list[FigureSpec] = [
     *gate(
         "vsi", {"insensitive_fraction": 0.03, "gap": 0.05}, gated=("insensitive_fraction", "gap")
     ),
+    # ``--per-sample``: one pair's RAS, its tolerance from its own benign spread
+    # (:mod:`benchc.gates.samples`); the floor is the smallest per-sample drop worth naming
+    *gate("sample", {"ras": 0.1}, gated=("ras",)),
 ]  # fmt: skip
 
 

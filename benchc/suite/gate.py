@@ -16,9 +16,20 @@ from typing import Any
 
 import pytest
 
-from benchc.gates import ErrorBudget, EvidenceError, Payload, RuleError, describe, pipeline, sidecar
+from benchc.gates import (
+    ErrorBudget,
+    EvidenceError,
+    GridEvidence,
+    Payload,
+    RuleError,
+    describe,
+    figures,
+    pipeline,
+    sidecar,
+)
 from benchc.gates.check import Verdict
 from benchc.gates.rules import check_rules, default_rules, merge_rules
+from benchc.gates.samples import SampleVerdict, sample_verdicts
 from benchc.gates.snapshot import cell_file, load_baseline
 from benchc.results.reader import StoredRun
 from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
@@ -186,22 +197,36 @@ class GateCheck:
             sidecar.save(self.path.parent, payload.evidence)
         assert self.snapshot == payload
 
-    def check_sample(self, cell_key: str, sample_id: str, current: dict[str, float]) -> None:
-        """Drill-down: one sample against its cell snapshot's evidence (no file of its own;
-        ``--snapshot-update`` records samples through their cell)."""
-        from benchc.suite.cases import sample_failures, sample_values
-
+    def check_sample(self, cell_key: str, sample_id: str, current: GridEvidence) -> None:
+        """Drill-down: one sample of the cell ``current`` (one-cell evidence) against the cell
+        snapshot's evidence, with the sample's own benign tolerance and its share of the
+        false-alarm budget (:mod:`benchc.gates.samples`). No file of its own:
+        ``--snapshot-update`` records samples through their cell."""
         path = self.path.parent / cell_file(cell_key)
         cell = self.baseline(path)
-        if cell is None:
+        if cell is None or cell.evidence is None:
             pytest.fail(
-                f"no threshold snapshot {path} for cell {cell_key}; record one with:\n"
-                f"    {record_command(self.cfg)}",
+                f"no threshold snapshot {path} with evidence for cell {cell_key}; record one "
+                f"with:\n    {record_command(self.cfg)}",
                 pytrace=False,
             )
-        base = sample_values(cell.evidence, sample_id)  # type: ignore[arg-type]
-        if base is None:
+        if sample_id not in cell.evidence.ids:
             pytest.fail(f"sample {sample_id!r} is not in {path}", pytrace=False)
-        why = sample_failures(base, current)
-        if why:
-            pytest.fail(f"sample {sample_id} in {cell_key}: " + "; ".join(why), pytrace=False)
+        z = self.z_for("sample")
+        key = (cell.evidence.digest, current.digest, z, self.cfg.seed)
+        if key not in _SAMPLES:  # one computation per cell, not per sample
+            _SAMPLES.clear()
+            _SAMPLES[key] = sample_verdicts(cell.evidence, current, z=z, seed=self.cfg.seed)  # type: ignore[arg-type]
+        v = _SAMPLES[key][sample_id]
+        (spec,) = figures("sample", gated_only=True)
+        if v.status == "fail":
+            why = v.reason or v.describe(spec)
+            pytest.fail(f"sample {sample_id} in {cell_key}: {why}", pytrace=False)
+        if v.status == "unchecked":
+            if self.strict:
+                pytest.fail(f"sample {sample_id} in {cell_key}: {v.reason} (--strict-gates)", False)
+            pytest.skip(f"sample {sample_id} in {cell_key}: {v.reason}")
+
+
+#: The last cell's per-sample verdicts (cases of one cell run one after another).
+_SAMPLES: dict[tuple, dict[str, SampleVerdict]] = {}

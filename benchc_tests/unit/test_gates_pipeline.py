@@ -12,6 +12,7 @@ from benchc import spec
 from benchc.gates import ErrorBudget, GateRule, GridEvidence, figures, sidecar
 from benchc.gates.budget import count_gates
 from benchc.gates.pipeline import check_case, record_command, settings_mismatch
+from benchc.gates.samples import sample_verdicts
 from benchc.results.reader import StoredRun
 from benchc.suite.config import SuiteConfig
 from benchc.suite.gate import record_command as cfg_command
@@ -82,3 +83,34 @@ def test_sweep_unreferenced_keeps_what_a_snapshot_names(tmp_path: Path):
     (folder / "test_cell-fog-1.json").write_text(f'{{"evidence": {{"file": "{kept}"}}}}')
     sidecar.sweep_unreferenced(tmp_path)
     assert (folder / kept).is_file() and not (folder / other).exists()
+
+
+def _cell(n=40, seed=1):
+    """One cell: confident samples, plus sample s0 on a near-tie of its two best options."""
+    rng = np.random.default_rng(seed)
+    answers = rng.integers(0, 4, size=n)
+    clean = rng.normal(size=(n, 4)) * 0.3 + 4.0 * np.eye(4)[answers]
+    corrupt = clean + rng.normal(size=(n, 4)) * 0.3
+    clean[0] = corrupt[0] = [1.0, 0.99, -2.0, -2.0]
+    answers[0] = 0
+    return GridEvidence.from_conditions(
+        [f"s{i}" for i in range(n)], answers, np.full(n, 4), clean, {"fog-1": corrupt}
+    )
+
+
+def test_per_sample_verdicts_take_each_samples_own_benign_tolerance():
+    base = _cell()
+    z = ErrorBudget(0.01, {"sample": 1000}).z("sample")
+    for draw in range(3):  # benign change fails no sample
+        got = sample_verdicts(base, base.benign(500 + draw), z=z)
+        assert not [v for v in got.values() if v.status == "fail"]
+    noisy = got["s0"]
+    assert noisy.status == "unchecked" and "too noisy to judge" in noisy.reason
+    logits = base.logits.copy()  # a regression: s1's corrupted answer turns confidently wrong
+    logits[1, 1] = np.roll(logits[1, 1], 1)
+    worse = GridEvidence(base.ids, base.answers, base.n_options, base.conditions, logits)
+    verdicts = sample_verdicts(base, worse, z=z)
+    assert [v.sample for v in verdicts.values() if v.status == "fail"] == ["s1"]
+    v = verdicts["s1"]
+    assert v.current < v.baseline - v.tolerance and v.tolerance >= 0.1
+    assert "benign null SD" in v.describe(figures("sample")[0])
