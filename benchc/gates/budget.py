@@ -38,18 +38,16 @@ LEVEL_WEIGHTS: Mapping[Level, float] = {
 }  # fmt: skip
 
 
-#: One case: its level and the figures it measures (None: every figure of the level).
+#: One case: its level and the figures it gates (None: every gated figure of the level).
 Case = tuple[Level, Sequence[str] | None]
 
 
 def count_gates(cases: Iterable[Case]) -> dict[Level, int]:
-    """How many gates the cases run, per level (the budget's denominators): a case's gates are
-    the gated figures of its level among those it measures. The one count, for the pytest
-    selection (the plugin) and for payloads rebuilt offline alike."""
+    """How many gates the cases run, per level (the budget's denominators). The one count, for
+    the pytest selection (the plugin) and for payloads rebuilt offline alike."""
     counts: Counter = Counter()
     for level, names in cases:
-        gated = [f.name for f in figures(level, gated_only=True)]
-        counts[level] += len(gated if names is None else [n for n in gated if n in names])
+        counts[level] += len(figures(level, gated_only=True) if names is None else names)
     return dict(counts)
 
 
@@ -74,8 +72,9 @@ class ErrorBudget:
 
     @classmethod
     def for_payloads(cls, alpha: float, payloads: Iterable[Payload]) -> ErrorBudget:
-        """The budget over the gates of these cases' payloads (offline: ``benchc report``)."""
-        return cls.for_cases(alpha, ((p.level, tuple(p.figures)) for p in payloads))
+        """The budget over the gates of these cases' payloads (offline: ``benchc report``):
+        each payload's rules are its gates."""
+        return cls.for_cases(alpha, ((p.level, tuple(r.figure for r in p.rules)) for p in payloads))
 
     def alpha_for(self, level: Level) -> float:
         """One gate's one-sided false-alarm rate at ``level``."""

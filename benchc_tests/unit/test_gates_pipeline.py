@@ -56,7 +56,7 @@ def test_one_gate_count_for_selected_cases_and_rebuilt_payloads():
     cases = [("cell", None)] * 4 + [("family", None)]  # fog and snow: one family, weather
     cases += [("model", (f.name,)) for f in figures("model", gated_only=True)]
     assert count_gates(cases) == ErrorBudget.for_payloads(0.01, payloads.values()).gates
-    assert count_gates([("cell", None), ("model", ("ras", "consistency_x"))]) == {
+    assert count_gates([("cell", None), ("model", ("ras",))]) == {
         "cell": len(figures("cell", gated_only=True)),
         "model": 1,
     }
