@@ -66,23 +66,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def _gate_counts(items: list[pytest.Item]) -> dict[str, int]:
     """How many gates of each level the selected cases run (the budget's denominators)."""
-    from benchc.gates.figures import figures
+    from benchc.gates.budget import count_gates
 
-    counts: dict[str, int] = {}
+    cases = []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if "benchc_vsi_figure" in params:
-            level, n = "vsi", 1
+            cases.append(("vsi", (params["benchc_vsi_figure"],)))
         elif "benchc_model_figure" in params:
-            level, n = "model", 1
+            cases.append(("model", (params["benchc_model_figure"],)))
         else:
             marker = next((m for m in _LEVEL_OF_MARKER if item.get_closest_marker(m)), None)
-            if marker is None or "benchc_sample_case" in params:
-                continue
-            level = _LEVEL_OF_MARKER[marker]
-            n = len(figures(level, gated_only=True))  # type: ignore[arg-type]
-        counts[level] = counts.get(level, 0) + n
-    return counts
+            if "benchc_sample_case" in params:
+                cases.append(("sample", None))
+            elif marker is not None:
+                cases.append((_LEVEL_OF_MARKER[marker], None))
+    return count_gates(cases)  # type: ignore[arg-type]
 
 
 def pytest_collection_modifyitems(
@@ -168,7 +167,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     cfg = _session(config).cfg
     if config.getoption("update_snapshots", False):
-        _sweep_sidecars(cfg.thresholds_dir)
+        from benchc.gates import sidecar
+
+        sidecar.sweep_unreferenced(cfg.thresholds_dir)
     _write_reports(config)
 
 
@@ -177,24 +178,6 @@ def _write_reports(config: pytest.Config) -> None:
 
     verdicts = list(config.stash.get(VERDICTS, [])) or None
     write_reports(_session(config).cfg, config.stash[RUN_DIRS], verdicts)
-
-
-def _sweep_sidecars(thresholds_dir: Path) -> None:
-    """After a re-record, delete evidence files no snapshot of the model folder references."""
-    import json
-
-    from benchc.gates import sidecar
-
-    for folder in sorted(p for p in Path(thresholds_dir).glob("*") if (p / "arrays").is_dir()):
-        refs = set()
-        for path in folder.glob("*.json"):
-            try:
-                ev = json.loads(path.read_text(encoding="utf-8")).get("evidence") or {}
-            except (OSError, ValueError):
-                return  # an unreadable snapshot: delete nothing it might reference
-            if ev.get("file"):
-                refs.add(ev["file"])
-        sidecar.sweep(folder, refs)
 
 
 @pytest.hookimpl(optionalhook=True)

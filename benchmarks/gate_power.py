@@ -42,7 +42,7 @@ from benchc.suite.config import (
     parse_corruptions,
     parse_severities,
 )
-from benchc.suite.figures import family_cells
+from benchc.suite.payloads import family_cells
 from benchc.suite.run import SuiteRun, default_corruption_workers
 from benchc.suite.session import open_backend, open_dataset
 from benchc.suite.vsi import vsi_arrays, vsi_evidence
@@ -180,7 +180,7 @@ def main() -> None:
     print("| variant | kind | strength | runs failing any gate | aimed-at gate: runs it failed | "
           "accuracy change | logit RMS | caught by (share of runs) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
-    acc0 = ref.grid.figures()["acc_corrupt"]
+    acc0 = ref.grid.figures()["accuracy"]
     for name, kind, strength, target, out in variants:
         hits: Counter = Counter()
         n_fail = 0
@@ -191,7 +191,7 @@ def main() -> None:
             hits.update(set(failed))
         ranked = sorted(hits.items(), key=lambda gc: (-gc[1], gc[0]))[:4]  # ties by name
         top = ", ".join(f"{g} {c / len(rows):.0%}" for g, c in ranked) or "-"
-        d_acc = out.grid.figures()["acc_corrupt"] - acc0
+        d_acc = out.grid.figures()["accuracy"] - acc0
         aimed = "-" if target == "-" else f"{target} {hits[target] / len(rows):.0%}"
         share = f"{n_fail}/{len(rows)} ({n_fail / len(rows):.0%})"
         rms = logit_rms(ref, out)

@@ -32,6 +32,7 @@ from benchc.gates.evidence import Evidence, EvidenceError, GridEvidence
 from benchc.gates.figures import FigureSpec, Level, figure
 from benchc.gates.payload import Payload
 from benchc.gates.rules import GateRule
+from benchc.metrics.figures import REGISTRY
 from benchc.metrics.stats import replicate_se, resample_counts
 from benchc.spec import DEFAULT_SEED
 
@@ -124,7 +125,7 @@ _MEMO_SIZE = 32
 
 
 def _measured(ev: Evidence, n_boot: int, seed: int, *, benign: bool = False):
-    key = (ev.digest, n_boot, seed, benign)
+    key = (ev.digest, n_boot, seed, benign, tuple(REGISTRY))  # a figure registered later counts
     if key in _MEMO:
         _MEMO.move_to_end(key)
         return _MEMO[key]

@@ -24,8 +24,9 @@ from typing import ClassVar
 import numpy as np
 
 from benchc import spec
+from benchc.metrics.figures import evaluate, per_sample
 from benchc.metrics.grid import GridMetrics, grid_from_logits
-from benchc.metrics.vsi import gap_terms
+from benchc.metrics.vsi import ProbeResult, probe_accuracy
 
 #: The benign re-measurement behind every minimal detectable regression (MDR): i.i.d. Gaussian
 #: noise of this SD on every option logit, clean included. 0.05 is larger than what bfloat16,
@@ -228,31 +229,13 @@ class GridEvidence(Evidence):
         )
 
     def figures(self) -> dict[str, float]:
-        g = self.grid
-        out = {k: float(v) for k, v in g.model_figures().items()}
-        return out
+        return self.grid.model_figures()
 
     def replicates(self, counts: np.ndarray) -> dict[str, np.ndarray]:
-        reps = self.grid.bootstrap(counts=counts)
-        return {k: v for k, v in reps.items() if not k.startswith("cell_")}
+        return evaluate("grid", self.grid, np.asarray(counts, dtype=np.float64))
 
     def per_sample(self, name: str) -> np.ndarray | None:
-        g = self.grid
-        n = g.shape[0]
-
-        def mean(values: np.ndarray) -> np.ndarray:
-            with warnings.catch_warnings():  # a sample with no counted pair: NaN
-                warnings.simplefilter("ignore", RuntimeWarning)
-                return np.nanmean(values.reshape(n, -1), axis=1)
-
-        table = {
-            "ras": lambda: mean(g.pair_values("ras")),
-            "ras_clean_correct": lambda: mean(g.pair_values("r_c")),
-            "ras_clean_wrong": lambda: mean(g.pair_values("r_w")),
-            "correct": lambda: mean(g.pair_values("acc")),
-            "consistent": lambda: mean(g.pair_values("consistency")),
-        }
-        return table[name]() if name in table else None
+        return per_sample("grid", self.grid, name)
 
     def benign(self, seed: int) -> GridEvidence:
         rng = np.random.default_rng([seed, 0xBE9])
@@ -288,6 +271,20 @@ class VSIEvidence(Evidence):
         if np.isnan(self.vsi).any():
             raise EvidenceError(f"vsi[{int(np.flatnonzero(np.isnan(self.vsi))[0])}] is NaN")
 
+    @classmethod
+    def from_run(
+        cls, arrays: Mapping[str, np.ndarray], ids: Sequence[str], probe: ProbeResult | None = None
+    ) -> VSIEvidence:
+        """From a run's stored VSI arrays: argmax change under the blur and the held-out probe
+        correctness (the probe fitted with grouped folds over all samples, the known departure
+        of docs/spec.md §5; ``probe`` when the caller fitted it already). No tower, or too few
+        images for five grouped folds: the probe, and so the gap, is undefined (NaN)."""
+        changed = arrays["top1_clean"] != arrays["top1_blur"]
+        if probe is None and len(ids) >= 5 and "features_clean" in arrays:
+            probe = probe_accuracy(arrays["features_clean"], arrays["features_blur"])
+        correct = probe.correct if probe is not None else np.full(len(ids), np.nan)
+        return cls(ids, arrays["vsi"], changed, correct)
+
     def arrays(self) -> dict[str, np.ndarray]:
         return {
             "kind": np.array(self.kind),
@@ -319,35 +316,15 @@ class VSIEvidence(Evidence):
         return self.vsi < spec.VSI_INSENSITIVE
 
     def figures(self) -> dict[str, float]:
-        low = self.low
-        terms = gap_terms(self.vsi, self.changed, self.probe_correct)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            return {
-                "insensitive_fraction": float(low.mean()) if low.size else float("nan"),
-                "gap": float(np.nanmean(terms)) if low.any() else float("nan"),
-                "probe_accuracy": float(self.probe_correct[low].mean()) if low.any() else np.nan,
-                "argmax_change_rate": float(self.changed[low].mean()) if low.any() else np.nan,
-                "n_low_vsi": float(low.sum()),
-            }
+            return {k: float(v) for k, v in evaluate("vsi", self).items()}
 
     def replicates(self, counts: np.ndarray) -> dict[str, np.ndarray]:
-        w = np.asarray(counts, dtype=np.float64)
-        low = self.low.astype(np.float64)
-        terms = np.nan_to_num(gap_terms(self.vsi, self.changed, self.probe_correct))
-        n_low = w @ low
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return {
-                "insensitive_fraction": n_low / w.sum(axis=1),
-                "gap": np.where(n_low > 0, (w @ terms) / np.where(n_low > 0, n_low, 1), np.nan),
-            }
+        return evaluate("vsi", self, np.asarray(counts, dtype=np.float64))
 
     def per_sample(self, name: str) -> np.ndarray | None:
-        if name == "insensitive":
-            return self.low.astype(np.float64)
-        if name == "gap_terms":
-            return gap_terms(self.vsi, self.changed, self.probe_correct)
-        return None
+        return per_sample("vsi", self, name)
 
     def benign(self, seed: int) -> VSIEvidence:
         rng = np.random.default_rng([seed, 0x751])

@@ -7,6 +7,7 @@ evidence is stored once, and files no snapshot references any more are swept aft
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -72,3 +73,18 @@ def sweep(folder: Path, referenced: Iterable[str]) -> list[Path]:
             path.unlink()
             gone.append(path)
     return gone
+
+
+def sweep_unreferenced(thresholds_dir: Path) -> None:
+    """After a re-record, delete the evidence files no snapshot of their model folder
+    references; an unreadable snapshot stops the sweep (it might reference any of them)."""
+    for folder in sorted(p for p in Path(thresholds_dir).glob("*") if (p / ARRAYS).is_dir()):
+        refs = set()
+        for path in folder.glob("*.json"):
+            try:
+                ev = json.loads(path.read_text(encoding="utf-8")).get("evidence") or {}
+            except (OSError, ValueError):
+                return  # an unreadable snapshot: delete nothing it might reference
+            if ev.get("file"):
+                refs.add(ev["file"])
+        sweep(folder, refs)

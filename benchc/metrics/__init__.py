@@ -4,9 +4,8 @@ Array layout: option logits ``[sample, condition, option]`` NaN-padded to K_max;
 part as ``[sample, corruption, severity, option]``. Undefined quantities are NaN, never 0.
 """
 
+from benchc.metrics.figures import REGISTRY, FigureDef, register
 from benchc.metrics.grid import (
-    CELL_FIGURES,
-    MODEL_FIGURES,
     GridMetrics,
     compute_grid,
     grid_from_logits,
@@ -94,12 +93,12 @@ from benchc.metrics.vsi import (
 )
 
 __all__ = [
-    "CELL_FIGURES",
-    "MODEL_FIGURES",
     "REGIMES",
+    "REGISTRY",
     "STATES",
     "TABLE_VI_METRICS",
     "TRAJECTORIES",
+    "FigureDef",
     "GapResult",
     "GridMetrics",
     "LosoRow",
@@ -149,6 +148,7 @@ __all__ = [
     "rank_table_from_grids",
     "ras",
     "regime_table",
+    "register",
     "replicate_se",
     "resample_counts",
     "select",

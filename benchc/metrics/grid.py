@@ -12,11 +12,14 @@ the plain Table II definition.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
 from benchc import spec
+from benchc.metrics.figures import contributions, defined, definition, evaluate
 from benchc.metrics.options import (
     alignment_from_top,
     entropy_option_first,
@@ -27,48 +30,16 @@ from benchc.metrics.options import (
     validate_option_logits,
 )
 from benchc.metrics.ras import RegimeTable, ras, regime_table, sign_regime
-from benchc.metrics.states import StateAttribution, mixed_cell_rate, state_attribution
+from benchc.metrics.states import StateAttribution, state_attribution
 from benchc.metrics.stats import DEFAULT_N_BOOT, replicate_se, resample_counts
 from benchc.metrics.trajectories import TrajectorySummary, trajectory_classes, trajectory_summary
 
 __all__ = [
-    "CELL_FIGURES",
-    "MODEL_FIGURES",
     "GridMetrics",
     "compute_grid",
     "grid_from_logits",
     "split_conditions",
 ]
-
-#: Model-level figures (floats on :class:`GridMetrics`) that the bootstrap resamples.
-MODEL_FIGURES: tuple[str, ...] = (
-    "acc_clean",
-    "acc_corrupt",
-    "d_acc",
-    "consistency",
-    "rel_robustness",
-    "ras",
-    "r_c",
-    "r_w",
-    "mixed_cell_rate",
-)
-#: Cell-level figures ((D, L) arrays named ``cell_<figure>``) that the bootstrap resamples.
-CELL_FIGURES: tuple[str, ...] = (
-    "acc",
-    "d_acc",
-    "consistency",
-    "rel_robustness",
-    "ras",
-    "r_c",
-    "r_w",
-    "d_s",
-    "d_c",
-)
-
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
 def _freeze(a: np.ndarray) -> np.ndarray:
@@ -87,11 +58,10 @@ class GridMetrics:
     ``pred`` (-1 on invalid pairs), ``correct``,
     ``consistent``, ``d_s``, ``d_c``, ``ras`` (NaN on invalid pairs), ``regime``
     (:data:`benchc.metrics.ras.REGIMES` code, -1 invalid), ``valid``.
-    Per cell (D, L): ``cell_n``, ``cell_acc``, ``cell_d_acc``, ``cell_consistency``,
-    ``cell_rel_robustness``, ``cell_ras``, ``cell_r_c``, ``cell_r_w``, ``cell_d_s``,
-    ``cell_d_c``; ``cell_state_count`` / ``cell_alpha`` (4, D, L) in cc, cw, wc, ww order;
-    ``cell_pi`` (2, D, L) for sources c, w.
-    Model level (float): see :data:`MODEL_FIGURES`, plus ``d_s`` and ``d_c``.
+    Per cell (D, L): ``cell_n``; ``cell_state_count`` / ``cell_alpha`` (4, D, L) in cc, cw,
+    wc, ww order; ``cell_pi`` (2, D, L) for sources c, w.
+    Figures (:mod:`benchc.metrics.figures`, by name): ``figures`` (model level, float) and
+    ``cells`` ((D, L) per cell, per-pair figures only).
     """
 
     corruptions: tuple[str, ...]
@@ -114,44 +84,32 @@ class GridMetrics:
     regime: np.ndarray
     valid: np.ndarray
     cell_n: np.ndarray
-    cell_acc: np.ndarray
-    cell_d_acc: np.ndarray
-    cell_consistency: np.ndarray
-    cell_rel_robustness: np.ndarray
-    cell_ras: np.ndarray
-    cell_r_c: np.ndarray
-    cell_r_w: np.ndarray
-    cell_d_s: np.ndarray
-    cell_d_c: np.ndarray
     cell_state_count: np.ndarray
     cell_alpha: np.ndarray
     cell_pi: np.ndarray
-    acc_clean: float
-    acc_corrupt: float
-    d_acc: float
-    consistency: float
-    rel_robustness: float
-    ras_mean: float
-    r_c: float
-    r_w: float
-    mixed_cell_rate: float
-    d_s_mean: float
-    d_c_mean: float
+    figures: Mapping[str, float] = field(default_factory=dict)
+    cells: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def shape(self) -> tuple[int, int, int]:
         """(N, D, L)."""
         return self.valid.shape  # type: ignore[return-value]
 
+    def figure(self, name: str) -> float:
+        """One model-level figure by name (:mod:`benchc.metrics.figures`)."""
+        return self.figures[definition(name).name]
+
+    def cell(self, name: str) -> np.ndarray:
+        """One per-pair figure's (D, L) cell values by name."""
+        return self.cells[definition(name).name]
+
     def model_figures(self) -> dict[str, float]:
-        """The :data:`MODEL_FIGURES` as a dict (``ras`` is the mean per-pair RAS)."""
-        out = {f: getattr(self, f) for f in MODEL_FIGURES if f != "ras"}
-        out["ras"] = self.ras_mean
-        return {f: out[f] for f in MODEL_FIGURES}
+        """Every registered grid figure at model level, by name."""
+        return dict(self.figures)
 
     def cell_figures(self) -> dict[str, np.ndarray]:
-        """The :data:`CELL_FIGURES` as (D, L) arrays."""
-        return {f: getattr(self, f"cell_{f}") for f in CELL_FIGURES}
+        """Every per-pair figure's (D, L) cell values, by name."""
+        return dict(self.cells)
 
     def trajectory_classes(self) -> np.ndarray:
         """(N, D) trajectory class codes (:data:`benchc.metrics.trajectories.TRAJECTORIES`)."""
@@ -176,23 +134,11 @@ class GridMetrics:
     def pair_values(self, figure: str) -> np.ndarray:
         """Per-pair contributions (N, D, L) to a mean figure, NaN where a pair does not count:
         the cell figure is their mean over samples, so a gate can name the samples that moved
-        it most. ``figure`` in acc, d_acc, consistency, ras, r_c, r_w, d_s, d_c."""
-        ok = self.valid
-        cc = np.broadcast_to(self.correct_clean[:, None, None], ok.shape)
-        nan = np.float64(np.nan)
-        table = {
-            "acc": lambda: np.where(ok, self.correct, nan),
-            "d_acc": lambda: np.where(ok, self.correct.astype(float) - cc, nan),
-            "consistency": lambda: np.where(ok, self.consistent, nan),
-            "ras": lambda: self.ras.copy(),
-            "r_c": lambda: np.where(cc, self.ras, nan),
-            "r_w": lambda: np.where(cc, nan, self.ras),
-            "d_s": lambda: self.d_s.copy(),
-            "d_c": lambda: self.d_c.copy(),
-        }
-        if figure not in table:
-            raise ValueError(f"pair_values: no per-pair form for {figure!r}; one of {list(table)}")
-        return table[figure]().astype(np.float64)
+        it most (:func:`benchc.metrics.figures.contributions`)."""
+        fig = definition(figure)
+        if fig.per != "pair" or not fig.is_mean:
+            raise ValueError(f"pair_values: no per-pair form for {figure!r}")
+        return contributions(fig, self)
 
     def bootstrap(
         self,
@@ -207,60 +153,11 @@ class GridMetrics:
         ``counts`` (B, N) replaces the seeded resampling: a paired comparison passes the same
         counts for two grids over the same samples (:func:`benchc.metrics.stats.resample_counts`).
         """
-        n, n_d, n_l = self.valid.shape
+        n = self.valid.shape[0]
         w = resample_counts(n, n_boot, seed) if counts is None else np.asarray(counts, float)
         if w.ndim != 2 or w.shape[1] != n:
             raise ValueError(f"bootstrap: counts must be (B, {n}), got {w.shape}")
-        n_boot = w.shape[0]
-        v = self.valid.reshape(n, -1).astype(np.float64)
-        cc = self.correct_clean.astype(np.float64)[:, None]
-        ok = self.valid.reshape(n, -1)
-
-        def sums(x: np.ndarray) -> np.ndarray:
-            return w @ np.where(ok, x.reshape(n, -1), 0.0)
-
-        n_cell = w @ v
-        clean_c = w @ (v * cc)
-        corr_c = sums(self.correct.astype(np.float64))
-        cons = sums(self.consistent.astype(np.float64))
-        ras_s = sums(self.ras)
-        src_c = v * cc
-        src_w = v * (1 - cc)
-        rc_num = w @ (np.where(ok, self.ras.reshape(n, -1), 0.0) * cc)
-        rc_den = w @ src_c
-        rw_num = w @ (np.where(ok, self.ras.reshape(n, -1), 0.0) * (1 - cc))
-        rw_den = w @ src_w
-        out: dict[str, np.ndarray] = {}
-        cell = {
-            "acc": _ratio(corr_c, n_cell),
-            "d_acc": _ratio(corr_c - clean_c, n_cell),
-            "consistency": _ratio(cons, n_cell),
-            "rel_robustness": _ratio(corr_c, clean_c),
-            "ras": _ratio(ras_s, n_cell),
-            "r_c": _ratio(rc_num, rc_den),
-            "r_w": _ratio(rw_num, rw_den),
-            "d_s": _ratio(sums(self.d_s), n_cell),
-            "d_c": _ratio(sums(self.d_c), n_cell),
-        }
-        for k, a in cell.items():
-            out[f"cell_{k}"] = a.reshape(n_boot, n_d, n_l)
-        tot = n_cell.sum(axis=1)
-        both = ~np.isnan(cell["r_c"]) & ~np.isnan(cell["r_w"])
-        mixed = _ratio(
-            100.0 * ((cell["r_c"] < 0) & (cell["r_w"] > 0) & both).sum(axis=1), both.sum(axis=1)
-        )
-        out.update(
-            acc_clean=_ratio(w @ self.correct_clean.astype(np.float64), w.sum(axis=1)),
-            acc_corrupt=_ratio(corr_c.sum(axis=1), tot),
-            d_acc=_ratio((corr_c - clean_c).sum(axis=1), tot),
-            consistency=_ratio(cons.sum(axis=1), tot),
-            rel_robustness=_ratio(corr_c.sum(axis=1), clean_c.sum(axis=1)),
-            ras=_ratio(ras_s.sum(axis=1), tot),
-            r_c=_ratio(rc_num.sum(axis=1), rc_den.sum(axis=1)),
-            r_w=_ratio(rw_num.sum(axis=1), rw_den.sum(axis=1)),
-            mixed_cell_rate=mixed,
-        )
-        return out
+        return evaluate("grid", self, w, cells=True)
 
     def standard_errors(
         self, n_boot: int = DEFAULT_N_BOOT, seed: int = spec.DEFAULT_SEED
@@ -372,22 +269,6 @@ def compute_grid(
         r[nanv] = np.nan
 
     att = state_attribution(correct0, correct, r, valid_arr if valid is not None else None)
-    cnt, tot = att.count, att.total  # (4, D, L) in cc, cw, wc, ww order
-    cell_n = cnt.sum(axis=0)
-    corr_sum = cnt[0] + cnt[2]
-    clean_sum = cnt[0] + cnt[1]
-    cell_r_c, cell_r_w = att.source[0], att.source[1]
-    n_tot = cell_n.sum()
-    cons_sum = consistent.sum(axis=0)
-    if valid is None:
-        ds_sum, dc_sum = d_s.sum(axis=0), d_c.sum(axis=0)
-    else:
-        ds_sum = np.where(valid_arr, d_s, 0.0).sum(axis=0)
-        dc_sum = np.where(valid_arr, d_c, 0.0).sum(axis=0)
-
-    def model_mean(num: float, den: float) -> float:
-        return float(num / den) if den > 0 else float("nan")
-
     fields = dict(
         corruptions=tuple(corruptions),
         severities=severities,
@@ -408,31 +289,14 @@ def compute_grid(
         ras=r,
         regime=sign_regime(d_s, d_c),
         valid=valid_arr,
-        cell_n=cell_n,
-        cell_acc=_ratio(corr_sum, cell_n),
-        cell_d_acc=_ratio(corr_sum - clean_sum, cell_n),
-        cell_consistency=_ratio(cons_sum, cell_n),
-        cell_rel_robustness=_ratio(corr_sum, clean_sum),
-        cell_ras=att.aggregate,
-        cell_r_c=cell_r_c,
-        cell_r_w=cell_r_w,
-        cell_d_s=_ratio(ds_sum, cell_n),
-        cell_d_c=_ratio(dc_sum, cell_n),
+        cell_n=att.count.sum(axis=0),
         cell_state_count=att.count,
         cell_alpha=att.alpha,
         cell_pi=att.pi,
-        acc_clean=float(correct0.mean()),
-        acc_corrupt=model_mean(corr_sum.sum(), n_tot),
-        d_acc=model_mean(corr_sum.sum() - clean_sum.sum(), n_tot),
-        consistency=model_mean(cons_sum.sum(), n_tot),
-        rel_robustness=model_mean(corr_sum.sum(), clean_sum.sum()),
-        ras_mean=model_mean(tot.sum(), n_tot),
-        r_c=model_mean(tot[:2].sum(), clean_sum.sum()),
-        r_w=model_mean(tot[2:].sum(), cnt[2:].sum()),
-        mixed_cell_rate=mixed_cell_rate(cell_r_c, cell_r_w),
-        d_s_mean=model_mean(ds_sum.sum(), n_tot),
-        d_c_mean=model_mean(dc_sum.sum(), n_tot),
     )
+    values = evaluate("grid", SimpleNamespace(**fields), cells=True)
+    fields["figures"] = {f.name: float(values[f.name]) for f in defined("grid")}
+    fields["cells"] = {f.name: _freeze(values[f"cell_{f.name}"]) for f in defined("grid", "pair")}
     for name, val in fields.items():
         if isinstance(val, np.ndarray):
             fields[name] = _freeze(val)

@@ -18,7 +18,7 @@ from benchc.metrics.grid import GridMetrics
 __all__ = ["TABLE_VI_METRICS", "RankTable", "rank_mismatch", "rank_table_from_grids"]
 
 #: Table VI columns: absolute robustness (corrupted accuracy), dAcc, relative robustness, RAS.
-TABLE_VI_METRICS: tuple[str, ...] = ("acc_corrupt", "d_acc", "rel_robustness", "ras")
+TABLE_VI_METRICS: tuple[str, ...] = ("accuracy", "d_acc", "relative_robustness", "ras")
 
 
 @dataclass(frozen=True)

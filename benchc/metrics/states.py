@@ -14,6 +14,7 @@ import numpy as np
 __all__ = [
     "STATES",
     "StateAttribution",
+    "attribute",
     "mixed_cell_rate",
     "state_attribution",
     "state_codes",
@@ -102,6 +103,15 @@ def state_attribution(
     total = np.stack([sum_right[0], sum_wrong[0], sum_right[1], sum_wrong[1]])
     count = count.astype(np.int64).reshape((4, *trail))
     total = total.reshape((4, *trail))
+    return StateAttribution(count, *attribute(count, total), total)
+
+
+def attribute(
+    count: np.ndarray, total: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Eqs. 13-16 from a four-state table: ``count`` and ``total`` (4, *T) (cc, cw, wc, ww)
+    -> ``mean``, ``alpha``, ``pi``, ``source`` (Eq. 15) and ``aggregate`` (Eq. 16)."""
+    trail = count.shape[1:]
     mean = _safe_div(total, count)
     src_count = count.reshape((2, 2, *trail)).sum(axis=1)
     alpha = _safe_div(count, np.repeat(src_count, 2, axis=0))
@@ -113,7 +123,7 @@ def state_attribution(
     source = np.where(src_count > 0, source, np.nan)
     aggregate = np.where(src_count > 0, pi * np.where(src_count > 0, source, 0.0), 0.0).sum(axis=0)
     aggregate = np.where(n_all > 0, aggregate, np.nan)
-    return StateAttribution(count, mean, alpha, pi, source, aggregate, total)
+    return mean, alpha, pi, source, aggregate
 
 
 def mixed_cell_rate(r_c: np.ndarray, r_w: np.ndarray) -> float:

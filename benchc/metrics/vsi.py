@@ -8,6 +8,7 @@ pooled vision features (N, F) for the clean and the perturbed view of each image
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.special import logsumexp, rel_entr
@@ -15,6 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 from sklearn.preprocessing import normalize
 
+from benchc.metrics.figures import evaluate
 from benchc.spec import VSI_FLOOR, VSI_INSENSITIVE
 
 __all__ = [
@@ -253,5 +255,7 @@ def encoder_llm_gap(
     if np.unique(ids).size < n_splits or n == 0:
         return GapResult(n, None, float("nan"), rate, float("nan"))
     probe = probe_accuracy(features_clean, features_perturbed, n_splits, image_ids=ids)
-    acc = float(probe.correct[low].mean())
-    return GapResult(n, probe, acc, rate, float(np.nanmean(gap_terms(v, changed, probe.correct))))
+    # the gap and its probe accuracy as the figure registry defines them (the VSI gates' own)
+    state = SimpleNamespace(low=low, changed=changed.astype(float), probe_correct=probe.correct)
+    fig = evaluate("vsi", state)
+    return GapResult(n, probe, float(fig["probe_accuracy"]), rate, float(fig["gap"]))

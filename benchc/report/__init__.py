@@ -1,7 +1,7 @@
 """The robustness report: one self-contained ``report.html`` plus a versioned ``report.json``.
 
 data (:mod:`benchc.report.data`, numbers from a stored run, the threshold snapshots and the gate
-verdicts) -> figures (:mod:`benchc.report.figures`, inline SVG) -> page
+verdicts) -> plots (:mod:`benchc.report.plots`, inline SVG) -> page
 (:mod:`benchc.report.page`). :mod:`benchc.report.ci` holds the CI-native outputs.
 """
 

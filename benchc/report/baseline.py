@@ -20,6 +20,7 @@ import numpy as np
 from benchc import spec
 from benchc.gates import Payload, sidecar
 from benchc.gates.snapshot import model_slug
+from benchc.metrics.figures import FigureDef, definition, reported_cells, table2_figures
 from benchc.results.reader import StoredRun
 from benchc.results.store import StoreError
 
@@ -79,59 +80,43 @@ def _fig(payload: Payload | None, name: str) -> dict[str, float | None] | None:
     return {"value": _num(f.value), "se": _num(f.se)}
 
 
-#: cell figure in the report -> (snapshot figure, or info key)
-_CELL_FROM_SNAPSHOT: dict[str, tuple[str, str]] = {
-    "ras": ("figure", "ras"),
-    "r_c": ("figure", "r_c"),
-    "r_w": ("figure", "r_w"),
-    "accuracy": ("figure", "accuracy"),
-    "consistency": ("figure", "consistency"),
-    "relative_robustness": ("figure", "relative_robustness"),
-    "d_acc": ("info", "d_acc"),
-    "d_s": ("info", "d_s"),
-    "d_c": ("info", "d_c"),
-}
+def recorded(payload: Payload | None, fig: FigureDef) -> dict[str, float | None] | None:
+    """A figure as one snapshot records it: a gated figure's value and SE, else the info key
+    it is stored under (``acc_clean``, ``acc_corrupt``), else derived from those
+    (:attr:`FigureDef.from_recorded`); None where the snapshot holds none of it."""
+    if payload is None:
+        return None
+    if fig.name in payload.figures:
+        return _fig(payload, fig.name)
+    v = _num(payload.info.get(fig.key))
+    if v is None and fig.from_recorded is not None:
+        parts = {name: recorded(payload, definition(name)) for name in fig.from_recorded[1]}
+        if all(p is not None and p["value"] is not None for p in parts.values()):
+            v = _num(fig.from_recorded[0](*(p["value"] for p in parts.values())))  # type: ignore[index]
+    return None if v is None else {"value": v, "se": None}
 
 
 def cells_from_snapshots(base: SnapshotBaseline) -> dict[str, dict[str, float | None]]:
-    """Per cell figure, ``{cell key: value}`` as recorded."""
-    out: dict[str, dict[str, float | None]] = {k: {} for k in _CELL_FROM_SNAPSHOT}
-    for key, payload in sorted(base.cells.items()):
-        for name, (where, src) in _CELL_FROM_SNAPSHOT.items():
-            if where == "figure":
-                f = payload.figures.get(src)
-                out[name][key] = _num(f.value) if f is not None else None
-            else:
-                out[name][key] = _num(payload.info.get(src))
+    """Per cell figure, ``{cell key: value}`` as recorded; a figure no cell snapshot records
+    (ΔS, ΔC) is left out rather than shown as a column of nulls."""
+    out: dict[str, dict[str, float | None]] = {}
+    for fig in reported_cells():
+        row = {}
+        for key, payload in sorted(base.cells.items()):
+            got = recorded(payload, fig)
+            row[key] = got["value"] if got else None
+        if any(v is not None for v in row.values()):
+            out[fig.name] = row
     return out
 
 
 def table2_from_snapshots(base: SnapshotBaseline) -> dict[str, dict[str, float | None] | None]:
-    """The Table II figures a snapshot set records (None where it records none)."""
+    """The Table II figures a snapshot set records (None where it records none): a model
+    figure's own snapshot, else any model snapshot's info."""
     any_model = next(iter(base.model.values()), None)
-    info = any_model.info if any_model is not None else {}
-
-    def from_info(key: str) -> dict[str, float | None] | None:
-        v = _num(info.get(key))
-        return None if v is None else {"value": v, "se": None}
-
-    acc_clean = from_info("acc_clean")
-    acc_corrupt = _fig(base.model.get("accuracy"), "accuracy") or from_info("acc_corrupt")
-    d_acc = None
-    if acc_clean and acc_corrupt:
-        d_acc = {"value": acc_corrupt["value"] - acc_clean["value"], "se": None}
     return {
-        "acc_clean": acc_clean,
-        "acc_corrupt": acc_corrupt,
-        "d_acc": d_acc,
-        "consistency": _fig(base.model.get("consistency"), "consistency"),
-        "rel_robustness": None,
-        "ras": _fig(base.model.get("ras"), "ras"),
-        "d_s": None,
-        "d_c": None,
-        "r_c": _fig(base.model.get("r_c"), "r_c"),
-        "r_w": _fig(base.model.get("r_w"), "r_w"),
-        "mixed_cell_rate": _fig(base.model.get("mixed_cell_rate"), "mixed_cell_rate"),
+        f.key: recorded(base.model.get(f.name), f) or recorded(any_model, f)
+        for f in table2_figures()
     }
 
 
@@ -210,9 +195,10 @@ def evidence_vsi(base: SnapshotBaseline) -> dict[str, object] | None:
         return None
     ev = found[2]
     vsi = np.asarray(ev.vsi, dtype=np.float64)
-    low = vsi < spec.VSI_INSENSITIVE
+    low = ev.low
     changed = np.asarray(ev.changed, dtype=np.float64)
     probe = np.asarray(ev.probe_correct, dtype=np.float64)
+    fig = ev.figures()  # the VSI gates' own figures of this evidence
 
     def mean(a: np.ndarray, m: np.ndarray) -> float | None:
         return _num(a[m].mean()) if m.any() else None
@@ -221,13 +207,13 @@ def evidence_vsi(base: SnapshotBaseline) -> dict[str, object] | None:
     return {
         "n": int(vsi.size),
         "median": _num(np.median(vsi)),
-        "insensitive_fraction": _num(low.mean()),
+        "insensitive_fraction": _num(fig["insensitive_fraction"]),
         "values": [round(float(v), 6) for v in vsi],
         "gap": {
             "n_low": int(low.sum()),
-            "probe_low": mean(probe, low),
+            "probe_low": _num(fig["probe_accuracy"]),
             "probe_low_std": None,
-            "change_low": mean(changed, low),
+            "change_low": _num(fig["argmax_change_rate"]),
             "probe_high": mean(probe, ~low),
             "change_high": mean(changed, ~low),
             "gap": (recorded.get("gap") or {}).get("gap"),

@@ -25,54 +25,27 @@ from typing import Any
 import numpy as np
 
 from benchc import spec
+from benchc.gates.evidence import VSIEvidence
 from benchc.metrics import (
     REGIMES,
     STATES,
     TRAJECTORIES,
     GridMetrics,
-    argmax_change_rate,
     auroc_vsi,
     brier,
     ece,
-    encoder_llm_gap,
-    insensitive_fraction,
     probe_accuracy,
     prr,
 )
-from benchc.metrics.stats import bootstrap_se
+from benchc.metrics.figures import reported_cells, table2_figures
 from benchc.report import baseline as snap
 from benchc.results.reader import StoredRun
 
 SCHEMA = "benchc-report/1"
 #: Bootstrap replicates for the Table II standard errors (seed = the run's seed).
 N_BOOT = 1000
-#: Table II columns: key, label (GridMetrics attribute in ``_TABLE2_ATTR``).
-TABLE2: tuple[tuple[str, str], ...] = (
-    ("acc_clean", "Acc (clean)"),
-    ("acc_corrupt", "Acc (corrupted)"),
-    ("d_acc", "ΔAcc"),
-    ("consistency", "Consistency"),
-    ("rel_robustness", "Rel. Rob."),
-    ("ras", "RAS"),
-    ("d_s", "ΔS"),
-    ("d_c", "ΔC"),
-    ("r_c", "R_c"),
-    ("r_w", "R_w"),
-    ("mixed_cell_rate", "Mixed (%)"),
-)
-_TABLE2_ATTR = {"ras": "ras_mean", "d_s": "d_s_mean", "d_c": "d_c_mean"}
-#: Cell figures (report name -> GridMetrics attribute).
-CELLS: dict[str, str] = {
-    "ras": "cell_ras",
-    "accuracy": "cell_acc",
-    "r_c": "cell_r_c",
-    "r_w": "cell_r_w",
-    "consistency": "cell_consistency",
-    "relative_robustness": "cell_rel_robustness",
-    "d_acc": "cell_d_acc",
-    "d_s": "cell_d_s",
-    "d_c": "cell_d_c",
-}
+
+
 #: Fig. 5 density grid: ΔS and ΔC both in [-1, 1].
 PLANE_BINS = 24
 #: Gate status order on the page: what needs action first.
@@ -112,21 +85,18 @@ def _nanmean(a: np.ndarray) -> float:
 def table2(g: GridMetrics, seed: int, n_boot: int = N_BOOT) -> dict[str, dict[str, float | None]]:
     """Table II: model-level figures with bootstrap SEs over samples."""
     ses = g.standard_errors(n_boot, seed)
-    n = g.shape[0]
-    ses["d_s"] = bootstrap_se(lambda r: _nanmean(g.d_s[r]), n, seed=seed, n_boot=n_boot)
-    ses["d_c"] = bootstrap_se(lambda r: _nanmean(g.d_c[r]), n, seed=seed, n_boot=n_boot)
     return {
-        key: {"value": num(getattr(g, _TABLE2_ATTR.get(key, key))), "se": num(ses.get(key))}
-        for key, _ in TABLE2
+        f.key: {"value": num(g.figure(f.name)), "se": num(ses.get(f.name))}
+        for f in table2_figures()
     }
 
 
 def cells(g: GridMetrics, severities: Sequence[int]) -> dict[str, dict[str, float | None]]:
     """Per cell figure, ``{cell key: value}``."""
     out: dict[str, dict[str, float | None]] = {}
-    for name, attr in CELLS.items():
-        arr = getattr(g, attr)
-        out[name] = {
+    for f in reported_cells():
+        arr = g.cell(f.name)
+        out[f.name] = {
             spec.condition_key(c, s): num(arr[i, j])
             for i, c in enumerate(g.corruptions)
             for j, s in enumerate(severities)
@@ -241,12 +211,16 @@ def vsi_block(run: StoredRun, g: GridMetrics | None) -> dict[str, Any] | None:
     if k:
         missing.append(f"full next-token distribution (VSI is the top-{k} variant)")
     fc, fb = a.get("features_clean"), a.get("features_blur")
-    gap = high_probe = None
+    probe = high_probe = None
     if fc is None or fb is None:
         missing.append("vision tower (no gap probe: the encoder-LLM gap is undefined)")
-    else:
-        gap = encoder_llm_gap(vsi, fc, fb, a["top1_clean"], a["top1_blur"])
-    if gap is not None and (~low).sum() >= 10:
+    elif vsi.size >= 5:
+        probe = probe_accuracy(fc, fb)
+    vsi_ids = run.vsi_ids if run.vsi_ids is not None else run.ids
+    # the gates' own evidence and figures: the gap, its probe accuracy and change rate on the
+    # low-VSI subset, exactly as the VSI gates read them
+    fig = VSIEvidence.from_run(a, list(vsi_ids), probe=probe).figures()
+    if probe is not None and (~low).sum() >= 10:
         try:
             high_probe = probe_accuracy(fc[~low], fb[~low])
         except ValueError:
@@ -256,7 +230,6 @@ def vsi_block(run: StoredRun, g: GridMetrics | None) -> dict[str, Any] | None:
         # the clean option answers of the VSI samples (all of them when VSI ran on the
         # grid's own dataset; the shared ids when the VSI gates have a set of their own)
         where = {sid: i for i, sid in enumerate(run.ids)}
-        vsi_ids = run.vsi_ids if run.vsi_ids is not None else run.ids
         rows = [(k, where[sid]) for k, sid in enumerate(vsi_ids) if sid in where]
         if len(rows) >= 2:
             kv, kg = (np.array(x) for x in zip(*rows, strict=True))
@@ -271,18 +244,18 @@ def vsi_block(run: StoredRun, g: GridMetrics | None) -> dict[str, Any] | None:
     return {
         "n": int(vsi.size),
         "median": num(np.median(vsi)),
-        "insensitive_fraction": num(insensitive_fraction(vsi)),
+        "insensitive_fraction": num(fig["insensitive_fraction"]),
         "values": [num(round(float(v), 6)) for v in vsi],
         "variant": f"vsi_top{k}" if k else "vsi",
         "missing": missing,
         "gap": {
             "n_low": int(low.sum()),
-            "probe_low": num(gap.probe.accuracy) if gap and gap.probe is not None else None,
-            "probe_low_std": num(gap.probe.fold_std) if gap and gap.probe is not None else None,
-            "change_low": num(argmax_change_rate(a["top1_clean"][low], a["top1_blur"][low])),
+            "probe_low": num(fig["probe_accuracy"]),
+            "probe_low_std": num(probe.fold_std) if probe is not None else None,
+            "change_low": num(fig["argmax_change_rate"]),
             "probe_high": num(high_probe.accuracy) if high_probe is not None else None,
             "change_high": num(np.mean(changed[~low])) if (~low).any() else None,
-            "gap": num(gap.gap) if gap is not None else None,
+            "gap": num(fig["gap"]),
         },
         "signals": signals,
         "fallbacks": int(a["fallback"].sum()) if "fallback" in a else 0,

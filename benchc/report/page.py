@@ -11,8 +11,8 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from benchc.report.data import TABLE2
-from benchc.report.figures import FIGURES, STATE_LABELS
+from benchc.metrics.figures import table2_figures
+from benchc.report.plots import PLOTS, STATE_LABELS
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1b1b1b}
@@ -148,12 +148,12 @@ def _verdict_row(v: dict[str, Any]) -> str:
 
 
 def _table2(doc: dict[str, Any]) -> str:
-    head = "".join(f"<th>{e(label)}</th>" for _, label in TABLE2)
+    head = "".join(f"<th>{e(label)}</th>" for label in (f.column for f in table2_figures()))
     rows = [f'<table id="table2-table"><tr><th class="l">series</th>{head}</tr>']
     series = [s for s in doc["series"] if s.get("table2")]
     for s in series:
         cells = []
-        for key, _ in TABLE2:
+        for key in (f.key for f in table2_figures()):
             x = s["table2"].get(key)
             digits = 1 if key == "mixed_cell_rate" else 3
             if x is None or x.get("value") is None:
@@ -167,7 +167,7 @@ def _table2(doc: dict[str, Any]) -> str:
         )
     if len(series) > 1:
         a, cells = series[0]["table2"], []
-        for key, _ in TABLE2:
+        for key in (f.key for f in table2_figures()):
             x, y = a.get(key), series[1]["table2"].get(key)
             ok = x and y and x.get("value") is not None and y.get("value") is not None
             cells.append(f"<td>{f(x['value'] - y['value'], signed=True) if ok else 'n/a'}</td>")
@@ -359,7 +359,7 @@ def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None 
     """The complete HTML page."""
     by_section: dict[str, list[str]] = {}
     for key, svg in svgs.items():
-        section, caption, _ = FIGURES[key]
+        section, caption, _ = PLOTS[key]
         by_section.setdefault(section, []).append(
             f'<figure class="fig" id="fig-{e(key)}" data-figure="{e(key)}">{svg}'
             f"<figcaption>{e(caption)}</figcaption></figure>"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchc.report import baseline as snap
-from benchc.report import data, drill, figures, page
+from benchc.report import data, drill, page, plots
 from benchc.results.reader import StoredRun, read_run
 from benchc.results.store import atomic_write_text
 
@@ -37,23 +37,18 @@ def offline_verdicts(
     ), f"gates checked against {thresholds_dir}"
 
 
-def record_command_for(run: StoredRun) -> str:
-    """The command that re-records this run's baseline (the suite's defaults left out)."""
-    import shlex
+def record_command_for(run: StoredRun, thresholds_dir: Path | None = None) -> str:
+    """The command that re-records this run's baseline: the gates' one builder
+    (:func:`benchc.suite.gate.run_record_command`) on the run's manifest."""
+    from benchc.suite.gate import run_record_command
 
-    parts = ["pytest", "benchc_tests/suite"]
-    if run.manifest.get("model_spec"):
-        parts.append(f"--model={run.manifest['model_spec']}")
-    if run.manifest.get("dataset_spec"):
-        parts.append(f"--dataset={run.manifest['dataset_spec']}")
-    parts.append("--snapshot-update")
-    return shlex.join(parts)
+    return run_record_command(run, thresholds_dir)
 
 
 def _write(doc: dict[str, Any], out_dir: Path, drill_note: str | None) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    svgs = figures.render_all(doc)
+    svgs = plots.render_all(doc)
     atomic_write_text(out_dir / HTML, page.render(doc, svgs, drill_note=drill_note))
     public = copy.deepcopy(doc)
     for item in public.get("drilldown", []):
@@ -103,7 +98,7 @@ def write_report(
         baseline_run=base_run,
         verdicts=verdicts,
         verdict_note=verdict_note,
-        record_command=record_command or record_command_for(run),
+        record_command=record_command or record_command_for(run, thresholds_dir),
         drilldown=items,
         n_boot=n_boot,
     )

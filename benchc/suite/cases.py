@@ -11,21 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from benchc import spec
 from benchc.gates import GridEvidence, Payload
 from benchc.gates.check import ZFor
-from benchc.suite.figures import build_payload, family_cells
+from benchc.suite.payloads import build_payload, family_cells
 from benchc.suite.run import SuiteRun
-
-#: Per-sample drill-down (``--per-sample``): a sample fails when its RAS in a cell drops by
-#: more than this against the cell snapshot's evidence, or it turns from correct to wrong.
-SAMPLE_RAS_DROP = 0.1
 
 
 def run_info(run: SuiteRun) -> dict[str, Any]:
-    """Settings that make two payloads comparable (see ``benchc.suite.gate.SETTINGS_KEYS``)."""
+    """Settings that make two payloads comparable (see ``benchc.gates.pipeline.SETTINGS_KEYS``)."""
     return {
         "dataset_fingerprint": run.dataset.fingerprint,
         "image_size": run.image_size,
@@ -104,22 +98,3 @@ def vsi_case(run: SuiteRun, figure: str, *, z_for: ZFor) -> Payload:
         info=info,
         z_for=z_for,
     )
-
-
-def sample_values(evidence: GridEvidence, sample_id: str) -> dict[str, float] | None:
-    """RAS and correctness of one sample in a one-cell evidence (None if it is not there)."""
-    if sample_id not in evidence.ids:
-        return None
-    i = evidence.ids.index(sample_id)
-    g = evidence.grid
-    return {"ras": float(g.ras[i, 0, 0]), "correct": float(g.correct[i, 0, 0])}
-
-
-def sample_failures(base: dict[str, float], cur: dict[str, float]) -> list[str]:
-    """Why a sample regressed in a cell (empty: it did not)."""
-    out = []
-    if np.isfinite(base["ras"]) and cur["ras"] < base["ras"] - SAMPLE_RAS_DROP:
-        out.append(f"RAS {base['ras']:.3f} -> {cur['ras']:.3f} (drop > {SAMPLE_RAS_DROP})")
-    if base["correct"] == 1.0 and cur["correct"] == 0.0:
-        out.append("correct -> wrong")
-    return out

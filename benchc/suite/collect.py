@@ -51,7 +51,7 @@ def deselect(config: pytest.Config, items: list[pytest.Item], gone: list[pytest.
 def parametrize(metafunc: pytest.Metafunc, session: SuiteSession) -> None:
     """One case per selected cell, family, gated figure and (``--per-sample``) sample."""
     from benchc.gates.figures import figures
-    from benchc.suite.figures import family_cells
+    from benchc.suite.payloads import family_cells
 
     names = metafunc.fixturenames
     cfg = session.cfg

@@ -10,45 +10,51 @@ and no gate is ever left unchecked without a line in the summary (a failure unde
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchc import spec
-from benchc.gates import ErrorBudget, EvidenceError, Payload, RuleError, check, describe, sidecar
+from benchc.gates import (
+    ErrorBudget,
+    EvidenceError,
+    GridEvidence,
+    Payload,
+    RuleError,
+    describe,
+    figures,
+    pipeline,
+    sidecar,
+)
 from benchc.gates.check import Verdict
 from benchc.gates.rules import check_rules, default_rules, merge_rules
+from benchc.gates.samples import SampleVerdict, sample_verdicts
 from benchc.gates.snapshot import cell_file, load_baseline
+from benchc.results.reader import StoredRun
 from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
-
-#: Info keys that must agree for a comparison to mean anything (else: fail, re-record).
-SETTINGS_KEYS: tuple[str, ...] = ("dataset_fingerprint", "image_size", "seed")
-#: Info key listing the cells a grid-level snapshot was recorded over.
-GRID_KEY = "conditions"
 
 
 def record_command(cfg: SuiteConfig) -> str:
-    """The one command that records this model's thresholds."""
-    parts = ["pytest", "benchc_tests/suite"]
-    if cfg.model != DEFAULT_MODEL:
-        parts.append(f"--model={cfg.model}")
-    if cfg.dataset != DEFAULT_DATASET:
-        parts.append(f"--dataset={cfg.dataset}")
-    if cfg.corruptions != spec.CORRUPTIONS:
-        parts.append(f"--corruptions={','.join(cfg.corruptions)}")
-    if cfg.severities != spec.SEVERITIES:
-        parts.append(f"--severities={','.join(map(str, cfg.severities))}")
-    if cfg.image_size is not None:
-        parts.append(f"--image-size={cfg.image_size}")
-    if cfg.seed != spec.DEFAULT_SEED:
-        parts.append(f"--seed={cfg.seed}")
-    if cfg.thresholds_dir.resolve() != (Path.cwd() / "thresholds").resolve():
-        parts.append(f"--thresholds-dir={cfg.thresholds_dir}")
-    parts.append("--snapshot-update")
-    return shlex.join(parts)
+    """The one command that records this model's thresholds
+    (:func:`benchc.gates.pipeline.record_command` on this run's selection)."""
+    settings = {k: getattr(cfg, k) for k in pipeline.RECORD_SETTINGS}
+    return pipeline.record_command(settings, defaults=_DEFAULTS)
+
+
+def run_record_command(run: StoredRun, thresholds_dir: Path | None = None) -> str:
+    """The same command for a stored run, from its manifest (``benchc report``)."""
+    m = run.manifest
+    settings = {
+        "model": m.get("model_spec"), "dataset": m.get("dataset_spec"),
+        "corruptions": run.corruptions or None, "severities": run.severities or None,
+        "image_size": m.get("settings", {}).get("image_size"), "seed": run.seed,
+        "thresholds_dir": thresholds_dir,
+    }  # fmt: skip
+    return pipeline.record_command(settings, defaults=_DEFAULTS)
+
+
+_DEFAULTS = {"model": DEFAULT_MODEL, "dataset": DEFAULT_DATASET}
 
 
 #: Receives (case name, verdict record) for the summary, the report and JUnit properties.
@@ -111,12 +117,20 @@ class GateCheck:
                 f"    {record_command(self.cfg)}",
                 pytrace=False,
             )
-        self._check_comparable(baseline, payload)
-        try:
-            check_rules(baseline.rules, baseline.level, where=str(self.path))
-        except RuleError as exc:
-            pytest.fail(str(exc), pytrace=False)
-        verdict = check(baseline, payload, z_for=self.z_for, seed=self.cfg.seed)
+        result = pipeline.check_case(
+            baseline, payload, z_for=self.z_for, seed=self.cfg.seed, where=str(self.path)
+        )
+        if result.mismatch:
+            key, old, new = result.mismatch[0]
+            pytest.fail(
+                f"threshold snapshot {self.path} was recorded with {key}={old!r}, this run "
+                f"has {key}={new!r}; the figures are not comparable. Re-record with:\n"
+                f"    {record_command(self.cfg)}",
+                pytrace=False,
+            )
+        if result.verdict is None:
+            pytest.fail(str(result.problem), pytrace=False)
+        verdict = result.verdict
         self._publish(verdict)
         failed = verdict.by_status("fail")
         if failed:
@@ -154,12 +168,12 @@ class GateCheck:
     def _record(self, payload: Payload, baseline: Payload | None) -> None:
         """``--snapshot-update``: merge rules, write the sidecar, let syrupy write the JSON.
         A grid-level snapshot recorded over more cells than this run selects is kept."""
-        from benchc.suite.figures import with_rules
+        from benchc.suite.payloads import with_rules
 
         if baseline is not None and payload.level in ("model", "family"):
-            old = set(baseline.info.get(GRID_KEY) or ())
-            new = set(payload.info.get(GRID_KEY) or ())
-            same_data = all(baseline.info.get(k) == payload.info.get(k) for k in SETTINGS_KEYS)
+            old = set(baseline.info.get(pipeline.GRID_KEY) or ())
+            new = set(payload.info.get(pipeline.GRID_KEY) or ())
+            same_data = not pipeline.settings_mismatch(baseline, payload)
             if same_data and not old <= new:
                 if self.sink is not None:
                     self.sink(
@@ -183,33 +197,36 @@ class GateCheck:
             sidecar.save(self.path.parent, payload.evidence)
         assert self.snapshot == payload
 
-    def _check_comparable(self, baseline: Payload, payload: Payload) -> None:
-        for key in SETTINGS_KEYS:
-            old, new = baseline.info.get(key), payload.info.get(key)
-            if old != new:
-                pytest.fail(
-                    f"threshold snapshot {self.path} was recorded with {key}={old!r}, this run "
-                    f"has {key}={new!r}; the figures are not comparable. Re-record with:\n"
-                    f"    {record_command(self.cfg)}",
-                    pytrace=False,
-                )
-
-    def check_sample(self, cell_key: str, sample_id: str, current: dict[str, float]) -> None:
-        """Drill-down: one sample against its cell snapshot's evidence (no file of its own;
-        ``--snapshot-update`` records samples through their cell)."""
-        from benchc.suite.cases import sample_failures, sample_values
-
+    def check_sample(self, cell_key: str, sample_id: str, current: GridEvidence) -> None:
+        """Drill-down: one sample of the cell ``current`` (one-cell evidence) against the cell
+        snapshot's evidence, with the sample's own benign tolerance and its share of the
+        false-alarm budget (:mod:`benchc.gates.samples`). No file of its own:
+        ``--snapshot-update`` records samples through their cell."""
         path = self.path.parent / cell_file(cell_key)
         cell = self.baseline(path)
-        if cell is None:
+        if cell is None or cell.evidence is None:
             pytest.fail(
-                f"no threshold snapshot {path} for cell {cell_key}; record one with:\n"
-                f"    {record_command(self.cfg)}",
+                f"no threshold snapshot {path} with evidence for cell {cell_key}; record one "
+                f"with:\n    {record_command(self.cfg)}",
                 pytrace=False,
             )
-        base = sample_values(cell.evidence, sample_id)  # type: ignore[arg-type]
-        if base is None:
+        if sample_id not in cell.evidence.ids:
             pytest.fail(f"sample {sample_id!r} is not in {path}", pytrace=False)
-        why = sample_failures(base, current)
-        if why:
-            pytest.fail(f"sample {sample_id} in {cell_key}: " + "; ".join(why), pytrace=False)
+        z = self.z_for("sample")
+        key = (cell.evidence.digest, current.digest, z, self.cfg.seed)
+        if key not in _SAMPLES:  # one computation per cell, not per sample
+            _SAMPLES.clear()
+            _SAMPLES[key] = sample_verdicts(cell.evidence, current, z=z, seed=self.cfg.seed)  # type: ignore[arg-type]
+        v = _SAMPLES[key][sample_id]
+        (spec,) = figures("sample", gated_only=True)
+        if v.status == "fail":
+            why = v.reason or v.describe(spec)
+            pytest.fail(f"sample {sample_id} in {cell_key}: {why}", pytrace=False)
+        if v.status == "unchecked":
+            if self.strict:
+                pytest.fail(f"sample {sample_id} in {cell_key}: {v.reason} (--strict-gates)", False)
+            pytest.skip(f"sample {sample_id} in {cell_key}: {v.reason}")
+
+
+#: The last cell's per-sample verdicts (cases of one cell run one after another).
+_SAMPLES: dict[tuple, dict[str, SampleVerdict]] = {}

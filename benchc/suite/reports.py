@@ -21,11 +21,7 @@ def write_reports(cfg: SuiteConfig, run_dirs: Iterable[str], verdicts: list[dict
     if cfg.report is not None and dirs:
         from benchc.report import compare_runs, write_report
         from benchc.results.reader import group_runs
-
-        try:
-            from benchc.suite.gate import record_command
-        except ImportError:  # the gates moved it: the report then builds one from the manifest
-            record_command = None
+        from benchc.suite.gate import record_command
         groups = group_runs(dirs)  # the grid run and, with its own dataset, the VSI run
         if len(groups) == 1:
             page = write_report(
@@ -35,7 +31,7 @@ def write_reports(cfg: SuiteConfig, run_dirs: Iterable[str], verdicts: list[dict
                 thresholds_dir=cfg.thresholds_dir,
                 verdicts=verdicts,
                 verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
-                record_command=record_command(cfg) if record_command else None,
+                record_command=record_command(cfg),
             )
         else:
             page = compare_runs([g for g, _ in groups], cfg.report, vsi_dirs=[v for _, v in groups])

@@ -13,7 +13,7 @@ import numpy as np
 
 from benchc import spec
 from benchc.gates.evidence import VSIEvidence
-from benchc.metrics.vsi import probe_accuracy, vsi_full, vsi_topk
+from benchc.metrics.vsi import vsi_full, vsi_topk
 from benchc.models.collate import score
 
 if TYPE_CHECKING:
@@ -88,15 +88,9 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
 
 
 def vsi_evidence(arrays: dict[str, np.ndarray], ids: list[str]) -> VSIEvidence:
-    """Per-sample VSI, argmax change and held-out probe correctness (the probe fitted with
-    grouped folds over all samples: the known departure of docs/spec.md §5, as read in
-    :func:`benchc.metrics.vsi.encoder_llm_gap`)."""
-    changed = arrays["top1_clean"] != arrays["top1_blur"]
-    if len(ids) >= 5 and "features_clean" in arrays:
-        probe = probe_accuracy(arrays["features_clean"], arrays["features_blur"]).correct
-    else:  # no tower, or too few images for five grouped folds: the gap is undefined
-        probe = np.full(len(ids), np.nan)
-    return VSIEvidence(ids, arrays["vsi"], changed, probe)
+    """Per-sample VSI, argmax change and held-out probe correctness
+    (:meth:`benchc.gates.evidence.VSIEvidence.from_run`)."""
+    return VSIEvidence.from_run(arrays, ids)
 
 
 def vsi_info(arrays: dict[str, np.ndarray], region_locator: str) -> dict[str, object]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchc.report import figures, write_report
+from benchc.report import plots, write_report
 from benchc.report.page import SECTIONS
 from benchc_tests.unit.report_runs import make_dataset, make_run, verdict
 
@@ -73,7 +73,7 @@ def test_report_renders_in_chromium(browser, report, tmp_path):
         box = sections.nth(i).bounding_box()
         assert box is not None and box["height"] > 20, SECTIONS[i]
     svgs = page.locator("figure.fig > svg")
-    assert svgs.count() == len(figures.FIGURES)
+    assert svgs.count() == len(plots.PLOTS)
     for i in range(svgs.count()):
         box = svgs.nth(i).bounding_box()
         assert box is not None and box["width"] > 200 and box["height"] > 100

@@ -40,3 +40,5 @@ def test_gate_power_runs_every_zoo_member_through_the_gates(tmp_path):
     reference = next(r for r in rows if r.startswith("| reference (itself)"))
     assert "| 0/2 (0%) |" in reference
     assert "false-alarm budget 0.01" in out.stdout and "gate checks" in out.stdout
+    # the budget counts every gate the cases run (2 cells x 4 gated cell figures, ...)
+    assert "(weighted Bonferroni): cell 8 x z=" in out.stdout

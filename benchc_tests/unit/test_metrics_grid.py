@@ -13,13 +13,12 @@ from hypothesis.extra import numpy as hnp
 
 from benchc import spec
 from benchc.metrics import (
-    CELL_FIGURES,
-    MODEL_FIGURES,
     bootstrap_se,
     compute_grid,
     grid_from_logits,
     split_conditions,
 )
+from benchc.metrics.figures import defined
 from benchc.metrics.reference import per_pair_reference
 
 
@@ -54,22 +53,22 @@ def test_grid_matches_per_pair_reference():
     assert (g.correct_clean == clean_ok).all()
     acc0 = clean_ok.mean()
     acc = ref[..., 3].mean(axis=0)
-    np.testing.assert_allclose(g.cell_acc, acc)
-    np.testing.assert_allclose(g.cell_d_acc, acc - acc0)
-    np.testing.assert_allclose(g.cell_consistency, ref[..., 4].mean(axis=0))
-    np.testing.assert_allclose(g.cell_rel_robustness, acc / acc0)
-    np.testing.assert_allclose(g.cell_ras, ref[..., 2].mean(axis=0), atol=4e-6)
-    np.testing.assert_allclose(g.cell_r_c, ref[clean_ok, ..., 2].mean(axis=0), atol=4e-6)
-    np.testing.assert_allclose(g.cell_r_w, ref[~clean_ok, ..., 2].mean(axis=0), atol=4e-6)
-    assert g.acc_clean == pytest.approx(acc0)
-    assert g.acc_corrupt == pytest.approx(acc.mean())
-    assert g.d_acc == pytest.approx(acc.mean() - acc0)
-    assert g.rel_robustness == pytest.approx(acc.mean() / acc0)
-    assert g.ras_mean == pytest.approx(ref[..., 2].mean(), abs=4e-6)
+    np.testing.assert_allclose(g.cell("accuracy"), acc)
+    np.testing.assert_allclose(g.cell("d_acc"), acc - acc0)
+    np.testing.assert_allclose(g.cell("consistency"), ref[..., 4].mean(axis=0))
+    np.testing.assert_allclose(g.cell("relative_robustness"), acc / acc0)
+    np.testing.assert_allclose(g.cell("ras"), ref[..., 2].mean(axis=0), atol=4e-6)
+    np.testing.assert_allclose(g.cell("r_c"), ref[clean_ok, ..., 2].mean(axis=0), atol=4e-6)
+    np.testing.assert_allclose(g.cell("r_w"), ref[~clean_ok, ..., 2].mean(axis=0), atol=4e-6)
+    assert g.figure("acc_clean") == pytest.approx(acc0)
+    assert g.figure("accuracy") == pytest.approx(acc.mean())
+    assert g.figure("d_acc") == pytest.approx(acc.mean() - acc0)
+    assert g.figure("relative_robustness") == pytest.approx(acc.mean() / acc0)
+    assert g.figure("ras") == pytest.approx(ref[..., 2].mean(), abs=4e-6)
     mixed = 100 * np.mean(
         (ref[clean_ok, ..., 2].mean(0) < 0) & (ref[~clean_ok, ..., 2].mean(0) > 0)
     )
-    assert g.mixed_cell_rate == pytest.approx(mixed)
+    assert g.figure("mixed_cell_rate") == pytest.approx(mixed)
     np.testing.assert_allclose(g.cell_alpha[0] + g.cell_alpha[1], 1.0)
 
 
@@ -77,11 +76,13 @@ def test_model_with_no_clean_correct_sample():
     lc = np.array([[0.0, 2.0], [0.0, 3.0]])
     lx = np.stack([np.array([[[2.0, 0.0]], [[0.0, 1.0]]])] * 2)  # (2, 2, 1, 2)
     g = compute_grid(lc, lx, np.array([0, 0]))
-    assert g.acc_clean == 0
-    assert np.isnan(g.rel_robustness) and np.isnan(g.cell_rel_robustness).all()
-    assert np.isnan(g.r_c) and np.isnan(g.cell_r_c).all()
-    assert np.isnan(g.mixed_cell_rate)  # no cell has both R_c and R_w
-    assert not np.isnan(g.r_w) and g.cell_acc[:, 0].tolist() == [1.0, 0.0]
+    assert g.figure("acc_clean") == 0
+    assert (
+        np.isnan(g.figure("relative_robustness")) and np.isnan(g.cell("relative_robustness")).all()
+    )
+    assert np.isnan(g.figure("r_c")) and np.isnan(g.cell("r_c")).all()
+    assert np.isnan(g.figure("mixed_cell_rate"))  # no cell has both R_c and R_w
+    assert not np.isnan(g.figure("r_w")) and g.cell("accuracy")[:, 0].tolist() == [1.0, 0.0]
 
 
 def test_stacked_layout_is_clean_then_corruption_major():
@@ -104,8 +105,10 @@ def test_rerun_is_bit_identical_and_arrays_are_read_only():
     rng = np.random.default_rng(1)
     lc, lx, y, _ = _random_grid(rng)
     a, b = compute_grid(lc, lx, y), compute_grid(lc, lx, y)
-    for f in ("ras", "d_s", "d_c", "cell_r_c", "cell_ras"):
+    for f in ("ras", "d_s", "d_c"):
         assert np.array_equal(getattr(a, f), getattr(b, f), equal_nan=True)
+    for f in ("r_c", "ras"):
+        assert np.array_equal(a.cell(f), b.cell(f), equal_nan=True)
     assert a.model_figures() == b.model_figures()
     with pytest.raises(ValueError):
         a.ras[0, 0, 0] = 1.0
@@ -132,8 +135,8 @@ def test_invalid_pairs_are_excluded_everywhere():
     assert np.array_equal(same.ras, g.ras, equal_nan=True)
     assert g.cell_n[0, 2] == 5 and g.cell_n[0, 1] == 6
     keep = valid.copy()
-    np.testing.assert_allclose(g.cell_ras[0, 2], full.ras[keep[:, 0, 2], 0, 2].mean())
-    assert g.ras_mean == pytest.approx(full.ras[keep].mean())
+    np.testing.assert_allclose(g.cell("ras")[0, 2], full.ras[keep[:, 0, 2], 0, 2].mean())
+    assert g.figure("ras") == pytest.approx(full.ras[keep].mean())
     assert g.trajectory_classes()[1, 0] == -1
     with pytest.raises(ValueError, match=r"logits_corrupt\[1, 0, 2, 0\]"):
         compute_grid(lc, lx_bad, y)
@@ -168,12 +171,21 @@ def test_vectorised_bootstrap_matches_row_resampling():
     lc, lx, y, _ = _random_grid(rng, n=15, d=2)
     g = compute_grid(lc, lx, y)
     reps = g.bootstrap(n_boot=40, seed=11)
-    assert set(reps) == set(MODEL_FIGURES) | {f"cell_{f}" for f in CELL_FIGURES}
+    model = {f.name for f in defined("grid")}
+    assert set(reps) == model | {f"cell_{f.name}" for f in defined("grid", "pair")}
     assert reps["cell_r_c"].shape == (40, 2, 5)
 
     def refit(rows):
         s = compute_grid(lc[rows], lx[rows], y[rows])
-        return np.array([s.ras_mean, s.r_c, s.acc_clean, s.mixed_cell_rate, s.cell_r_w[1, 3]])
+        return np.array(
+            [
+                s.figure("ras"),
+                s.figure("r_c"),
+                s.figure("acc_clean"),
+                s.figure("mixed_cell_rate"),
+                s.cell("r_w")[1, 3],
+            ]
+        )
 
     se = bootstrap_se(refit, 15, seed=11, n_boot=40)
     mine = g.standard_errors(n_boot=40, seed=11)
@@ -211,8 +223,8 @@ def test_grid_ranges(data):
     assert ((g.s_clean >= 0) & (g.s_clean <= 1)).all() and (
         (g.c_clean >= 0) & (g.c_clean <= 1)
     ).all()
-    np.testing.assert_allclose(g.cell_ras, g.ras.mean(axis=0), atol=1e-12)
-    assert g.ras_mean == pytest.approx(g.ras.mean(), abs=1e-12)
+    np.testing.assert_allclose(g.cell("ras"), g.ras.mean(axis=0), atol=1e-12)
+    assert g.figure("ras") == pytest.approx(g.ras.mean(), abs=1e-12)
 
 
 def test_pair_values_average_to_the_cell_figures():
@@ -220,11 +232,11 @@ def test_pair_values_average_to_the_cell_figures():
     lc, lx, y, _ = _random_grid(rng, n=10, d=2)
     valid = rng.random(lx.shape[:3]) > 0.1
     g = compute_grid(lc, lx, y, valid=valid)
-    for fig in ("acc", "d_acc", "consistency", "ras", "r_c", "r_w", "d_s", "d_c"):
+    for fig in ("accuracy", "d_acc", "consistency", "ras", "r_c", "r_w", "d_s", "d_c"):
         v = g.pair_values(fig)
         assert v.shape == g.shape and np.isnan(v[~valid]).all()
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            np.testing.assert_allclose(np.nanmean(v, axis=0), getattr(g, f"cell_{fig}"), atol=1e-12)
+            np.testing.assert_allclose(np.nanmean(v, axis=0), g.cell(fig), atol=1e-12)
     with pytest.raises(ValueError, match="mixed_cell_rate"):
         g.pair_values("mixed_cell_rate")

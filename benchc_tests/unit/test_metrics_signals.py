@@ -96,7 +96,7 @@ def test_spearman_permutation_detects_association_and_is_seeded():
 def test_rank_mismatch_table_vi_style():
     models = ["m1", "m2", "m3"]
     scores = {
-        "acc_corrupt": np.array([0.55, 0.42, 0.40]),
+        "accuracy": np.array([0.55, 0.42, 0.40]),
         "d_acc": np.array([-0.12, -0.05, -0.04]),
         "ras": np.array([-0.118, -0.049, -0.058]),
     }
@@ -125,5 +125,5 @@ def test_rank_table_from_grids():
             lc, lc[:, None, None] + rng.normal(size=(10, 2, 5, 4)), rng.integers(0, 4, 10)
         )
     t = rank_table_from_grids(grids)
-    assert t.metrics == ("acc_corrupt", "d_acc", "rel_robustness", "ras")
+    assert t.metrics == ("accuracy", "d_acc", "relative_robustness", "ras")
     assert set(t.models) == {"a", "b"} and t.ranks[0, 3] == 1

@@ -183,9 +183,12 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
     result.assert_outcomes(passed=12)
     assert _snapshots(root) == recorded
 
-    # 5. Per-sample drill-down: one case per cell x sample, checked against the cell snapshot.
-    result = project.runpytest_inprocess(*args, "--per-sample", "-k", "test_sample")
-    result.assert_outcomes(passed=2 * 10)
+    # 5. Per-sample drill-down: one case per cell x sample, checked against the cell snapshot;
+    # a sample benign noise could flip says it is too noisy to judge instead of passing.
+    result = project.runpytest_inprocess(*args, "--per-sample", "-k", "test_sample", "-rs")
+    result.assert_outcomes(passed=12, skipped=8)
+    skips = [line for line in result.outlines if line.startswith("SKIPPED")]
+    assert len(skips) == 8 and all("too noisy to judge" in line for line in skips)
 
 
 def test_region_locator_replaces_the_whole_image_fallback(

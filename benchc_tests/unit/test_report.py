@@ -19,7 +19,8 @@ from benchc.metrics import (
     encoder_llm_gap,
     insensitive_fraction,
 )
-from benchc.report import ci, compare_runs, data, figures, write_report
+from benchc.metrics.figures import reported_cells, table2_figures
+from benchc.report import ci, compare_runs, data, plots, write_report
 from benchc.report.baseline import read_snapshots
 from benchc.results.reader import find_runs, read_run
 from benchc_tests.unit.report_runs import make_dataset, make_run, verdict
@@ -52,31 +53,31 @@ def test_table2_is_the_grid(run_dir, doc):
     g = read_run(run_dir).grid
     ses = g.standard_errors(N_BOOT, 0)
     t2 = doc["series"][0]["table2"]
-    attr = {"ras": "ras_mean", "d_s": "d_s_mean", "d_c": "d_c_mean"}
-    for key, _ in data.TABLE2:
-        assert close(t2[key]["value"], getattr(g, attr.get(key, key))), key
-        if key in ses:
-            assert close(t2[key]["se"], float(ses[key])), key
+    for f in table2_figures():
+        assert close(t2[f.key]["value"], g.figure(f.name)), f.key
+        assert close(t2[f.key]["se"], float(ses[f.name])), f.key
     assert t2["d_s"]["se"] > 0 and t2["d_c"]["se"] > 0
 
 
 def test_cells_families_and_tables_are_the_grid(run_dir, doc):
     run = read_run(run_dir)
     g, s = run.grid, doc["series"][0]
-    for name, attr in data.CELLS.items():
+    for f in reported_cells():
         for i, c in enumerate(g.corruptions):
             for j, sev in enumerate(run.severities):
-                assert close(s["cells"][name][f"{c}-{sev}"], getattr(g, attr)[i, j])
+                assert close(s["cells"][f.name][f"{c}-{sev}"], g.cell(f.name)[i, j])
     # Fig. 7: the family mean over its corruptions at each severity
     fog = g.corruptions.index("fog")
-    assert s["families"]["r_c"]["weather"] == [pytest.approx(g.cell_r_c[fog, j]) for j in range(2)]
+    assert s["families"]["r_c"]["weather"] == [
+        pytest.approx(g.cell("r_c")[fog, j]) for j in range(2)
+    ]
     # Table III
     att = g.states("ras")
     assert s["states"]["count"] == att.count.tolist()
     assert np.allclose(s["states"]["ras"], att.mean)
     assert np.allclose(s["states"]["d_s"], g.states("d_s").mean)
     assert np.allclose(s["states"]["cond_rate"], att.alpha)
-    assert close(s["states"]["r_c"], g.r_c) and close(s["states"]["r_w"], g.r_w)
+    assert close(s["states"]["r_c"], g.figure("r_c")) and close(s["states"]["r_w"], g.figure("r_w"))
     # Table IV
     t4 = g.regimes()
     assert s["regimes"]["count"] == t4.count.tolist()
@@ -108,6 +109,8 @@ def test_vsi_block_is_the_vsi_metrics(run_dir, doc):
     )
     assert close(v["gap"]["gap"], gap.gap) and close(v["gap"]["change_low"], gap.change_rate)
     assert v["gap"]["n_low"] == gap.n
+    # the probe accuracy the gap uses: read on the low-VSI subset, not over every sample
+    assert close(v["gap"]["probe_low"], gap.probe_accuracy)
     assert close(v["signals"]["auroc_vsi"], auroc_vsi(~g.correct_clean, a["vsi"]))
     assert close(v["signals"]["ece"], ece(g.conf_clean, g.correct_clean))
     assert close(v["signals"]["brier"], brier(g.conf_clean, g.correct_clean))
@@ -119,11 +122,11 @@ def _svg_texts(svg: str) -> list[str]:
 
 
 def test_heatmap_draws_the_cell_values(doc):
-    svg = figures.heatmap(doc, "ras", "RAS")
+    svg = plots.heatmap(doc, "ras", "RAS")
     texts = " ".join(_svg_texts(svg))
     for key, value in doc["series"][0]["cells"]["ras"].items():
         assert f"{value:.2f}" in texts, key
-    traj = " ".join(_svg_texts(figures.trajectory_composition(doc)))
+    traj = " ".join(_svg_texts(plots.trajectory_composition(doc)))
     t = doc["series"][0]["trajectories"]
     for share, r in zip(t["share"], t["ras"], strict=True):
         if share and share > 0.06:
@@ -163,7 +166,7 @@ def test_baseline_overlay_comes_from_the_snapshots(tmp_path, run_dir):
     assert b["table2"]["d_acc"]["value"] == pytest.approx(-0.1)
     assert b["vsi"]["gap"]["gap"] == 0.4 and b["vsi"]["gap"]["change_low"] == 0.3
     assert b["states"] is None  # per-pair arrays are not in the JSON: no invented baseline
-    svg = figures.heatmap(doc, "ras", "RAS")
+    svg = plots.heatmap(doc, "ras", "RAS")
     assert "baseline" in _svg_texts(svg)  # its own panel, and the change under each value
     fog1 = doc["series"][0]["cells"]["ras"]["fog-1"]
     assert f"{fog1 + 0.25:+.2f}" in " ".join(_svg_texts(svg))
@@ -195,11 +198,11 @@ def test_write_report_files(tmp_path, run_dir):
     assert 'href="#gate-fog-2-ras"' in html and 'id="gate-fog-2-ras"' in html
     assert html.index("gate-fog-2-ras") < html.index('id="table2"')  # verdict first
     assert html.count('class="report-section"') == 9
-    assert html.count('<figure class="fig"') == len(figures.FIGURES)
+    assert html.count('<figure class="fig"') == len(plots.PLOTS)
     assert not re.search(r"""(src|href)=["']?(https?:)?//|url\(\s*["']?https?:|<script""", html)
     assert html.count("<img ") == 3 * data.DRILL_SAMPLES  # clean, corrupted, blurred
     doc = json.loads((tmp_path / "a" / "report.json").read_text())
-    assert doc["schema"] == data.SCHEMA and doc["figures"] == sorted(figures.FIGURES)
+    assert doc["schema"] == data.SCHEMA and doc["figures"] == sorted(plots.PLOTS)
     assert doc["drilldown"][0]["id"] == "syn3-00004"  # the failing gate's mover first
     assert "thumbnails" not in doc["drilldown"][0]
     # determinism: the same run gives byte-identical files
@@ -234,7 +237,7 @@ def test_cli_report_and_compare(tmp_path, dataset, run_dir):
     doc = json.loads((tmp_path / "cmp" / "report.json").read_text())
     assert doc["mode"] == "compare" and [s["label"] for s in doc["series"]] == ["base", "worse"]
     w = read_run(worse).grid
-    assert close(doc["series"][1]["table2"]["ras"]["value"], w.ras_mean)
+    assert close(doc["series"][1]["table2"]["ras"]["value"], w.figure("ras"))
     assert doc["drilldown"][0]["why"].startswith("largest drop")
     with pytest.raises(SystemExit):
         main(["compare", str(run_dir), "--out", str(tmp_path / "x")])
@@ -357,7 +360,7 @@ def test_unchecked_gates_are_named_in_the_verdict():
 
 
 def test_family_matrix_draws_the_family_means(doc):
-    texts = " ".join(_svg_texts(figures.family_matrix(doc)))
+    texts = " ".join(_svg_texts(plots.family_matrix(doc)))
     for fam, row in doc["series"][0]["families"]["r_c"].items():
         for v in row:
             assert f"{v:+.2f}" in texts, fam

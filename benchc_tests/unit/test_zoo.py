@@ -11,7 +11,7 @@ import pytest
 
 from benchc.gates import ErrorBudget, GridEvidence, Payload, check, default_rules
 from benchc.gates.snapshot import load_baseline
-from benchc.suite.figures import family_cells
+from benchc.suite.payloads import family_cells
 from benchc.testing.dev import zoo
 
 REPO = Path(__file__).resolve().parents[2]

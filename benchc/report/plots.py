@@ -1,4 +1,4 @@
-"""Report figures: the report document's numbers drawn as inline SVG with matplotlib.
+"""Report plots: the report document's numbers drawn as inline SVG with matplotlib.
 
 Every function takes the document built by :mod:`benchc.report.data` and plots only what it
 holds, the first series solid and every other series (the baseline, or the runs compared)
@@ -443,7 +443,7 @@ def vsi_gap(doc: dict[str, Any]) -> str:
 
 
 #: Figure id -> (section, caption, renderer). The page draws them in this order.
-FIGURES: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
+PLOTS: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
     "heatmap-ras": (
         "heatmaps",
         "Mean RAS per corruption x severity cell; frames: failed (red) or improved "
@@ -495,7 +495,7 @@ def render_all(doc: dict[str, Any]) -> dict[str, str]:
     out = {}
     has_grid = any(s.get("cells") for s in doc["series"])
     has_vsi = any(s.get("vsi") for s in doc["series"])
-    for key, (section, _, render) in FIGURES.items():
+    for key, (section, _, render) in PLOTS.items():
         if section == "vsi" and not has_vsi:
             continue
         if section != "vsi" and not has_grid:

@@ -25,6 +25,7 @@ from benchc.gates import (
 )
 from benchc.gates.check import N_BOOT, ZFor
 from benchc.gates.figures import Level
+from benchc.metrics.figures import definition
 from benchc.metrics.stats import replicate_se, resample_counts
 
 
@@ -68,7 +69,7 @@ def build_payload(
     if level == "vsi":
         extra = {k: v for k, v in extra.items() if math.isfinite(v)}
     else:  # the headline context of a Bench-C case, not the whole figure table
-        extra = {k: v for k, v in extra.items() if k in ("acc_clean", "acc_corrupt")}
+        extra = {definition(k).key: v for k, v in extra.items() if k in ("acc_clean", "accuracy")}
     payload = Payload(
         scope, level, model, dataset, len(evidence.ids), figs, rules, {**info, **extra}, evidence
     )
