@@ -22,6 +22,7 @@ def write_reports(cfg: SuiteConfig, run_dirs: Iterable[str], verdicts: list[dict
         from benchc.report import compare_runs, write_report
         from benchc.results.reader import group_runs
         from benchc.suite.gate import record_command
+
         groups = group_runs(dirs)  # the grid run and, with its own dataset, the VSI run
         if len(groups) == 1:
             page = write_report(
