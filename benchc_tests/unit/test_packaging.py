@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -30,9 +31,17 @@ def test_wheel_installs_and_runs_the_suite_outside_the_checkout(tmp_path: Path) 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
     env.setdefault("OMP_NUM_THREADS", "1")
     dist = tmp_path / "dist"
+    # build from a copy: an in-tree build leaves build/lib behind, whose stale modules (moved or
+    # deleted since) a later build of the checkout would put into its wheel
+    src = tmp_path / "src"
+    junk = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", ".benchc")
+    for part in ("benchc", "benchc_tests"):
+        shutil.copytree(REPO / part, src / part, ignore=junk)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, src / name)
     _run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(dist), str(REPO)],
+         "-w", str(dist), str(src)],
         tmp_path,
         env,
     )  # fmt: skip
