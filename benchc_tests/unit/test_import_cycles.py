@@ -11,11 +11,12 @@ itself is no circle either.
 
 from __future__ import annotations
 
-import ast
 import itertools
 from pathlib import Path
 
 import pytest
+
+from benchc_tests.unit.imports import imported
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,32 +43,12 @@ def _modules(root: Path, package: str) -> dict[str, tuple[Path, str]]:
 def import_graph(root: Path, package: str) -> dict[str, dict[str, int]]:
     """Module -> {imported module of the same package: line of the first such import}."""
     mods = _modules(root, package)
-
-    def known(name: str) -> str | None:
-        while name and name not in mods:
-            name = name.rpartition(".")[0]
-        return name or None
-
     graph: dict[str, dict[str, int]] = {}
     for mod, (path, pkg) in mods.items():
         edges: dict[str, int] = {}
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            targets: list[str | None] = []
-            if isinstance(node, ast.Import):
-                targets = [known(a.name) for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = pkg.split(".")
-                    base = base[: len(base) - (node.level - 1)]
-                    source = ".".join([*base, node.module] if node.module else base)
-                else:
-                    source = node.module or ""
-                for alias in node.names:
-                    sub = f"{source}.{alias.name}"
-                    targets.append(sub if sub in mods else known(source))
-            for target in targets:
-                if target is not None and target != mod:
-                    edges.setdefault(target, node.lineno)
+        for target, line in imported(path, pkg, mods):
+            if target != mod:
+                edges.setdefault(target, line)
         graph[mod] = edges
     return graph
 

@@ -8,12 +8,13 @@ module cannot hide behind a lazy import and fail only in an installed wheel.
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 
 import pytest
 from setuptools import find_packages
+
+from benchc_tests.unit.imports import imported
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,28 +51,9 @@ def shipped_and_left_out(root: Path, find: dict) -> tuple[dict, dict]:
 def bad_imports(shipped: dict, left_out: dict) -> list[str]:
     """``module:line imports target`` for each import of a left-out module by a shipped one."""
     known = {**shipped, **left_out}
-
-    def resolve(name: str) -> str | None:
-        while name and name not in known:
-            name = name.rpartition(".")[0]
-        return name or None
-
     bad = []
     for mod, (path, pkg) in sorted(shipped.items()):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            targets: list[str | None] = []
-            if isinstance(node, ast.Import):
-                targets = [resolve(a.name) for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)]
-                    source = ".".join([*base, node.module] if node.module else base)
-                else:
-                    source = node.module or ""
-                for alias in node.names:
-                    sub = f"{source}.{alias.name}"
-                    targets.append(sub if sub in known else resolve(source))
-            bad += [f"{mod}:{node.lineno} imports {t}" for t in targets if t in left_out]
+        bad += [f"{mod}:{n} imports {t}" for t, n in imported(path, pkg, known) if t in left_out]
     return bad
 
 
