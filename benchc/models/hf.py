@@ -179,9 +179,9 @@ class HFBackend(Backend):
         ks = [len(q.options) for q in queries]
         for i, (q, k) in enumerate(zip(queries, ks, strict=True)):
             require_letters(self.letters, k, what=_describe(q, i))
-        logprobs = self.next_token_logprobs(
+        logprobs = self.prompt_logprobs(
             [q.image for q in queries],
-            [self.user_text(q) for q in queries],
+            [self.render(self.user_text(q)) for q in queries],
             names=[_describe(q, i) for i, q in enumerate(queries)],
         )
         option_logits = _option_logits(logprobs, self.letters, ks)
@@ -197,19 +197,6 @@ class HFBackend(Backend):
             out["logprobs"] = logprobs.cpu().numpy()
         return BatchOutput(**out)
 
-    def next_token_logprobs(
-        self,
-        images: Sequence[np.ndarray],
-        user_texts: Sequence[str],
-        *,
-        names: Sequence[str] | None = None,
-    ) -> torch.Tensor:
-        """float32 (B, V) next-token log-distribution at the answer position, on the model device,
-        for the benchc prompt (:mod:`benchc.models.prompt`) of each image and user text."""
-        if len(images) != len(user_texts):
-            raise ValueError(f"{len(images)} images but {len(user_texts)} texts")
-        return self.prompt_logprobs(images, [self.render(t) for t in user_texts], names=names)
-
     def prompt_logprobs(
         self,
         images: Sequence[np.ndarray],
@@ -217,7 +204,8 @@ class HFBackend(Backend):
         *,
         names: Sequence[str] | None = None,
     ) -> torch.Tensor:
-        """float32 (B, V) next-token log-distribution after each rendered ``prompt``.
+        """float32 (B, V) next-token log-distribution after each rendered ``prompt`` (the
+        benchc prompt of :meth:`render`, or a server request's :meth:`render_messages`).
 
         Splits the batch in halves on CUDA out-of-memory (remembering the size that fit) and
         raises ``ValueError`` naming the sample when a row has NaN or infinite logits.

@@ -224,16 +224,9 @@ class OpenAIProxyBackend(Backend):
         self.seed = seed
         # enough queries per forward to keep every connection busy
         self.batch_size = batch_size or max(16, 4 * concurrency)
-        self.client = ChatClient(
-            self.base_url,
-            optional=OPTIONAL_FIELDS,
-            api_key_env=api_key_env,
-            concurrency=concurrency,
-            max_retries=max_retries,
-            backoff_s=backoff_s,
-            timeout_s=timeout_s,
-            rate_limit=rate_limit,
-        )
+        http = dict(api_key_env=api_key_env, concurrency=concurrency, max_retries=max_retries)
+        http.update(backoff_s=backoff_s, timeout_s=timeout_s, rate_limit=rate_limit)
+        self.client = ChatClient(self.base_url, optional=OPTIONAL_FIELDS, **http)
         #: Queries scored per path (``PATH_*``), in this process.
         self.path_counts: Counter[str] = Counter()
         self._lock = threading.Lock()

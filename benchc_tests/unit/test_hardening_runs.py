@@ -48,7 +48,7 @@ def no_forward(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("a model forward ran on bad input")
 
-    monkeypatch.setattr(benchc.models.hf.HFBackend, "next_token_logprobs", forbidden)
+    monkeypatch.setattr(benchc.models.hf.HFBackend, "prompt_logprobs", forbidden)
 
 
 def _args(root: Path, data: Path, *extra: str) -> list[str]:

@@ -46,6 +46,11 @@ def test_folder_and_hf_scheme_build_the_hf_backend() -> None:
         ("openai:gpt-4o", "openai:<model>@<base_url>"),
         ("openai:", "nothing after 'openai:'"),
         ("nosuch:thing", "unknown backend scheme 'nosuch'"),
+        # module:Class errors name what is wrong
+        ("json:JSONDecoder", "json.JSONDecoder is not a benchc Backend subclass"),
+        ("json:NoSuchThing", "json.NoSuchThing is not found"),
+        ("no_such_module.sub:Thing", "unknown backend scheme 'no_such_module.sub'"),
+        ("nosuch:thing", "or '<module.path>:<BackendClass>'"),
     ],
 )
 def test_bad_model_strings(spec: str, message: str) -> None:
@@ -145,20 +150,6 @@ def test_module_colon_class_builds_that_backend_with_the_standard_arguments() ->
     assert backend.standard == {"device": "cpu", "dtype": "float32", "model_args": {"offset": 3}}
     with pytest.raises(ValueError, match=r"unknown model args nope for the .*:EchoBackend backend"):
         load_backend(ECHO, model_args={"nope": 1})
-
-
-@pytest.mark.parametrize(
-    ("spec", "message"),
-    [
-        ("json:JSONDecoder", "json.JSONDecoder is not a benchc Backend subclass"),
-        ("json:NoSuchThing", "json.NoSuchThing is not found"),
-        ("no_such_module.sub:Thing", "unknown backend scheme 'no_such_module.sub'"),
-        ("nosuch:thing", "or '<module.path>:<BackendClass>'"),
-    ],
-)
-def test_module_colon_class_errors_name_what_is_wrong(spec: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        load_backend(spec)
 
 
 def test_folders_and_hub_ids_with_a_colon_stay_hf(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -83,14 +84,22 @@ def test_jeffreys_smoothing() -> None:
     assert np.all(np.isnan(p[1]))
 
 
+@contextmanager
+def running(srv: ThreadingHTTPServer):
+    """``srv`` serving from a daemon thread, shut down and closed afterwards."""
+    thread = threading.Thread(target=srv.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 @pytest.fixture(scope="module")
 def server():
-    srv = ChatServer(tiny_backend_cached(), seed=0)
-    thread = threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with running(ChatServer(tiny_backend_cached(), seed=0)) as srv:
+        yield srv
 
 
 def test_proxy_end_to_end_counts_and_determinism(server) -> None:
@@ -161,11 +170,8 @@ class _Flaky(BaseHTTPRequestHandler):
 def flaky():
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
     srv.calls, srv.fail, srv.status, srv.auth = 0, 0, 200, []
-    thread = threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with running(srv):
+        yield srv
 
 
 def _url(srv) -> str:

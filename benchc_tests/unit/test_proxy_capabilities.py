@@ -8,9 +8,7 @@ these tests cover each gap one by one, including those that server does not have
 from __future__ import annotations
 
 import base64
-import threading
 import time
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -30,20 +28,14 @@ from benchc.spec import format_question
 from benchc.testing.serve import ChatServer, Quirks, template_messages
 from benchc_tests.unit.suite_project import make_suite_project
 from benchc_tests.unit.test_models_hf import synthetic_queries, tiny_backend_cached
+from benchc_tests.unit.test_proxy import running
 
 pytest_plugins = ["pytester"]
 
 
-@contextmanager
 def serving(quirks: Quirks | None = None):
-    srv = ChatServer(tiny_backend_cached(), seed=0, quirks=quirks or Quirks())
-    thread = threading.Thread(target=srv.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield srv
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    """The reference server with ``quirks``, running for a ``with`` block."""
+    return running(ChatServer(tiny_backend_cached(), seed=0, quirks=quirks or Quirks()))
 
 
 def _proxy(srv: ChatServer, **kw) -> OpenAIProxyBackend:
