@@ -5,7 +5,13 @@ every random draw is seeded from ``(seed, sample id, corruption, severity)``, so
 give bit-identical pixels in any process, worker count or machine.
 """
 
-from benchc.corruptions.batch import iter_materialize, materialize, prefill, shutdown_pools
+from benchc.corruptions.batch import (
+    READ_THREADS,
+    iter_materialize,
+    materialize,
+    prefill,
+    shutdown_pools,
+)
 from benchc.corruptions.cache import CacheKey, CorruptionCache, default_cache_root
 from benchc.corruptions.engine import (
     ENGINE_VERSION,
@@ -21,6 +27,7 @@ from benchc.corruptions.vsi import region_blur, region_mask, scale_region, whole
 __all__ = [
     "ENGINE_VERSION",
     "LOCATORS",
+    "READ_THREADS",
     "CacheKey",
     "CorruptionCache",
     "ForegroundLocator",

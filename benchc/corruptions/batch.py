@@ -162,20 +162,21 @@ def _compute(
     return out
 
 
-#: Threads preparing images and reading cache hits ahead of the consumer (decoding, resizing
-#: and hashing release the GIL, so they run in parallel with each other and with the model).
+#: Threads that may prepare images and read cache hits ahead of the consumer (decoding,
+#: resizing and hashing release the GIL). Worth it when the model runs elsewhere (a server, a
+#: GPU); beside a model on these CPU cores the threads only compete with it, so callers ask.
 READ_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 
-def _ordered(fn, items: Sequence, window: int) -> Iterator:
-    """``fn`` over ``items`` in :data:`READ_THREADS` threads, at most ``window`` ahead, yielded
-    in input order (an error surfaces at its own item, as in a plain loop)."""
-    if len(items) < 2 or READ_THREADS < 2:
+def _ordered(fn, items: Sequence, window: int, threads: int) -> Iterator:
+    """``fn`` over ``items`` in ``threads`` threads, at most ``window`` ahead, yielded in input
+    order (an error surfaces at its own item, as in a plain loop)."""
+    if len(items) < 2 or threads < 2:
         yield from map(fn, items)
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(READ_THREADS, thread_name_prefix="benchc-cache-read") as readers:
+    with ThreadPoolExecutor(threads, thread_name_prefix="benchc-cache-read") as readers:
         ahead: deque[Future] = deque()
         try:
             for item in items:
@@ -260,6 +261,7 @@ def _generate(
     keep: bool,
     counts: dict[str, int] | None = None,
     encoded: dict[str, bytes] | None = None,
+    read_threads: int = 1,
 ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     """The shared engine of :func:`iter_materialize` (``keep``) and :func:`prefill` (not).
 
@@ -304,7 +306,7 @@ def _generate(
             yield done(sid, got, png)
 
     try:
-        for sample_id, array, got, png, jobs in _ordered(look_up, images, window):
+        for sample_id, array, got, png, jobs in _ordered(look_up, images, window, read_threads):
             if counts is not None:
                 counts["computed"] = counts.get("computed", 0) + len(jobs)
             bar.update(len(got))
@@ -342,6 +344,7 @@ def iter_materialize(
     workers: int = 1,
     progress: bool = False,
     encoded: dict[str, bytes] | None = None,
+    read_threads: int = 1,
 ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     """Yield ``(sample_id, {condition: (H, W, 3) uint8 array})`` per image, in input order.
 
@@ -350,6 +353,7 @@ def iter_materialize(
     given order (duplicates dropped); ``"clean"`` maps to the prepared image itself.
     ``encoded``: a dict refilled at each yield with ``{condition: PNG bytes}`` of the conditions
     read from the cache (the file's bytes, which a server backend sends without re-encoding).
+    ``read_threads`` > 1 prepares images and reads cache hits in that many threads ahead.
     """
     _parse_conditions(conditions)  # fail here, not at the first next()
     _check_images(images, workers)
@@ -363,6 +367,7 @@ def iter_materialize(
         progress=progress,
         keep=True,
         encoded=encoded,
+        read_threads=read_threads,
     )
 
 

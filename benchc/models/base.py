@@ -113,6 +113,12 @@ class Backend(ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} exposes no vision tower")
 
+    @property
+    def local_cpu(self) -> bool:
+        """Whether ``forward`` computes on this machine's CPU cores: then reading images ahead
+        in other threads only competes with it (a server or a GPU leaves the cores idle)."""
+        return False
+
     def notes(self) -> list[str]:
         """Facts about this process's queries for the run summary (e.g. which path scored
         them); none by default."""

@@ -133,6 +133,10 @@ class HFBackend(Backend):
         extra = f":{extra}" if extra else ""
         self.fingerprint = f"hf:{base}@{ident}:{dtype_name}:{PROMPT_VERSION}{size}{images}{extra}"
 
+    @property
+    def local_cpu(self) -> bool:
+        return self._input_device.type == "cpu"
+
     # ----------------------------------------------------------------------------- prompts
     def user_text(self, query: Query) -> str:
         """The model-independent user-turn text (``benchc.spec.format_question``)."""

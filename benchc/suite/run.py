@@ -20,6 +20,7 @@ import numpy as np
 from benchc import spec
 from benchc.corruptions import (
     ENGINE_VERSION,
+    READ_THREADS,
     CorruptionCache,
     default_cache_root,
     iter_materialize,
@@ -152,9 +153,11 @@ class SuiteRun:
     def condition(self, key: str) -> dict[str, np.ndarray]:
         """Option logits (N, K_max) and option mass (N,) under condition ``key``.
 
-        While one stored chunk is scored, the next one's images are read from the corruption
-        cache in a background thread (decoding overlaps the model or the server instead of
-        alternating with it); the batches, and so every number, are those of a plain loop.
+        When the model does not compute on this machine's CPU (a server, a GPU), the next
+        stored chunk's images are read from the corruption cache while one is scored, in
+        threads (decoding overlaps the model instead of alternating with it); beside a CPU
+        model that would only compete for its cores. The batches, and so every number, are
+        those of a plain loop either way.
         """
         spec.parse_condition(key)  # clear error for a bad key
         n = len(self.dataset)
@@ -163,7 +166,7 @@ class SuiteRun:
         def compute(start: int, stop: int) -> dict[str, np.ndarray]:
             pending = ahead.pop((start, stop), None)
             images, files = pending.result() if pending else self._read(key, start, stop)
-            if stop < n:
+            if stop < n and not self.backend.local_cpu:
                 nxt = (stop, min(n, stop + self.chunk_rows))
                 ahead[nxt] = self._reader.submit(self._read, key, *nxt)
             queries = self._queries(images, start, files)
@@ -193,6 +196,7 @@ class SuiteRun:
             cache=self.cache,
             workers=self.corruption_workers,
             encoded=encoded,
+            read_threads=1 if self.backend.local_cpu else READ_THREADS,
         ):
             images.append(by_cond[key])
             files.append(encoded.get(key))

@@ -91,5 +91,9 @@ class DegradedBackend(Backend):
     def capabilities(self):  # type: ignore[override]
         return self.inner.capabilities
 
+    @property
+    def local_cpu(self) -> bool:
+        return self.inner.local_cpu
+
     def notes(self) -> list[str]:
         return self.inner.notes()

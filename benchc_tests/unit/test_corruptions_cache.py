@@ -293,3 +293,28 @@ def test_materialize_bad_input_is_a_value_error(kwargs, message):
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
         materialize(**args)
+
+
+def test_threaded_reads_equal_a_plain_loop_and_keep_the_files_bytes(tmp_path):
+    """``read_threads`` reads cache hits ahead in threads: the same arrays in the same order,
+    and ``encoded`` holds each hit's file bytes exactly (what a server backend sends)."""
+    cache = CorruptionCache(tmp_path / "cache")
+    rng = np.random.default_rng(3)
+    items = [(f"s{i}", rng.integers(0, 255, (40, 48, 3), dtype=np.uint8)) for i in range(7)]
+    conds = ["fog-2", CLEAN]
+    kw = dict(image_size=None, seed=0, cache=cache)
+    batch.prefill(items, conds, cache=cache, image_size=None, seed=0)
+    plain = list(batch.iter_materialize(items, conds, **kw))
+    files: list[dict[str, bytes]] = []
+    encoded: dict[str, bytes] = {}
+    threaded = []
+    for sid, by_cond in batch.iter_materialize(items, conds, encoded=encoded, read_threads=3, **kw):
+        threaded.append((sid, by_cond))
+        files.append(dict(encoded))
+    assert [s for s, _ in threaded] == [s for s, _ in plain]
+    for (_, a), (_, b) in zip(plain, threaded, strict=True):
+        assert all(np.array_equal(a[c], b[c]) for c in conds)
+    for (sid, image), got in zip(items, files, strict=True):
+        assert set(got) == {"fog-2"}  # clean is not a cache entry
+        key = CacheKey(batch.content_hash(prepare(image, None)), None, "fog", 2, 0, sid)
+        assert got["fog-2"] == cache.path(key).read_bytes()
