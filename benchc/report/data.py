@@ -305,7 +305,10 @@ def run_missing(run: StoredRun, vsi: dict[str, Any] | None) -> list[str]:
     if run.grid is None:
         out.append("Bench-C grid (no complete corruption x severity grid stored)")
     if vsi is None:
-        out.append("VSI (no VSI arrays stored: the backend gave no next-token log-probabilities)")
+        out.append(
+            "VSI (no VSI arrays for this series: a backend without next-token log-probabilities, "
+            "or a baseline without VSI evidence)"
+        )
     else:
         out.extend(vsi["missing"])
     return out
