@@ -209,7 +209,8 @@ def check(
         return unchecked(f"the {side} has no per-sample evidence")
     try:
         base_ev, cur_ev, note = _intersect(base_ev, cur_ev)
-        cur_ev = cur_ev.align(base_ev.ids)
+        cur_ev, paired = cur_ev.align(base_ev.ids).paired_with(base_ev)
+        note = "; ".join(x for x in (note, paired) if x) or None
     except EvidenceError as exc:
         return unchecked(f"not comparable: {exc}")
     n = len(base_ev.ids)

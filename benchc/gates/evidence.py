@@ -26,7 +26,7 @@ import numpy as np
 from benchc import spec
 from benchc.metrics.figures import evaluate, per_sample
 from benchc.metrics.grid import GridMetrics, grid_from_logits
-from benchc.metrics.vsi import ProbeResult, probe_accuracy
+from benchc.metrics.vsi import ProbeResult, low_pool, matched_control, pool_probe
 
 #: The benign re-measurement behind every minimal detectable regression (MDR): i.i.d. Gaussian
 #: noise of this SD on every option logit, clean included. 0.05 is larger than what bfloat16,
@@ -43,7 +43,8 @@ class EvidenceError(ValueError):
     """Evidence arrays that are inconsistent or do not match the other side of a gate."""
 
 
-def _digest(arrays: Mapping[str, np.ndarray]) -> str:
+def digest_arrays(arrays: Mapping[str, np.ndarray]) -> str:
+    """Content digest of named arrays (names, dtypes, shapes and bytes)."""
     h = hashlib.sha256()
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
@@ -99,7 +100,12 @@ class Evidence(ABC):
     @cached_property
     def digest(self) -> str:
         """Content digest of :meth:`arrays` (names the sidecar file; verified on load)."""
-        return _digest(self.arrays())
+        return digest_arrays(self.arrays())
+
+    def paired_with(self, baseline: Evidence) -> tuple[Evidence, str | None]:
+        """This (current) side made comparable with ``baseline`` once aligned to its ids, and
+        a note saying how when it had to change (VSI: the baseline's pool)."""
+        return self, None
 
     def align(self, ids: Sequence[str]) -> Evidence:
         """Rows reordered to ``ids``; an error naming the first id missing on this side."""
@@ -246,8 +252,14 @@ class GridEvidence(Evidence):
 
 
 class VSIEvidence(Evidence):
-    """Per-sample VSI (N,), argmax change under the region blur (N,) and the held-out probe's
-    correctness (N,) (:func:`benchc.metrics.vsi.probe_accuracy`, fitted over all samples)."""
+    """Per-sample VSI (N,), argmax change under the region blur (N,), the low-VSI ``pool`` and
+    its matched high-VSI ``control`` (N,) bool, and the held-out probe correctness (N,) of the
+    probe fitted on each (NaN elsewhere; :func:`benchc.metrics.vsi.pool_probe`).
+
+    The pool is fixed by the baseline (docs/spec.md §5): before a gate compares, the current
+    run is re-probed on the baseline's pool with its own tower's ``features`` (kept in memory,
+    never stored; :meth:`paired_with`).
+    """
 
     kind = "vsi"
 
@@ -257,6 +269,12 @@ class VSIEvidence(Evidence):
         vsi: np.ndarray,
         changed: np.ndarray,
         probe_correct: np.ndarray,
+        pool: np.ndarray | None = None,
+        control: np.ndarray | None = None,
+        *,
+        features: tuple[np.ndarray, np.ndarray] | None = None,
+        probes: tuple[ProbeResult | None, ProbeResult | None] = (None, None),
+        groups: np.ndarray | None = None,
     ) -> None:
         self.ids = tuple(str(i) for i in ids)
         self.vsi = np.asarray(vsi, dtype=np.float64)
@@ -270,20 +288,87 @@ class VSIEvidence(Evidence):
                 raise EvidenceError(f"{name} must be ({n},), got {getattr(self, name).shape}")
         if np.isnan(self.vsi).any():
             raise EvidenceError(f"vsi[{int(np.flatnonzero(np.isnan(self.vsi))[0])}] is NaN")
+        self.pool = low_pool(self.vsi) if pool is None else np.asarray(pool, dtype=bool)
+        self.control = (
+            matched_control(self.vsi, self.pool) if control is None else np.asarray(control, bool)
+        )
+        for name in ("pool", "control"):
+            if getattr(self, name).shape != (n,):
+                raise EvidenceError(f"{name} must be ({n},), got {getattr(self, name).shape}")
+        if (self.pool & self.control).any():
+            raise EvidenceError("the low-VSI pool and the high-VSI control overlap")
+        self.features = features
+        #: The fitted probes (pool, control), for their fold std; in memory only.
+        self.probes = probes
+        #: The image behind each row (rows repeat in a bootstrap resample): the probe's folds
+        #: group by it, so a copy of a training image never sits in the test fold.
+        self.groups = np.arange(n) if groups is None else np.asarray(groups)
 
     @classmethod
     def from_run(
-        cls, arrays: Mapping[str, np.ndarray], ids: Sequence[str], probe: ProbeResult | None = None
+        cls,
+        arrays: Mapping[str, np.ndarray],
+        ids: Sequence[str],
+        *,
+        support: str = spec.VSI_SUPPORT,
+        pool: np.ndarray | None = None,
     ) -> VSIEvidence:
-        """From a run's stored VSI arrays: argmax change under the blur and the held-out probe
-        correctness (the probe fitted with grouped folds over all samples, the known departure
-        of docs/spec.md §5; ``probe`` when the caller fitted it already). No tower, or too few
-        images for five grouped folds: the probe, and so the gap, is undefined (NaN)."""
+        """From a run's stored VSI arrays: VSI on ``support`` (:func:`vsi_values`), argmax
+        change under the region blur, and the probes fitted on the low-VSI ``pool`` (default:
+        this run's own) and its matched control. No tower, or too few images for five grouped
+        folds: the probe, and so the gap, is undefined (NaN)."""
+        vsi = vsi_values(arrays, support)
         changed = arrays["top1_clean"] != arrays["top1_blur"]
-        if probe is None and len(ids) >= 5 and "features_clean" in arrays:
-            probe = probe_accuracy(arrays["features_clean"], arrays["features_blur"])
-        correct = probe.correct if probe is not None else np.full(len(ids), np.nan)
-        return cls(ids, arrays["vsi"], changed, correct)
+        feats = None
+        if "features_clean" in arrays and "features_blur" in arrays:
+            feats = (arrays["features_clean"], arrays["features_blur"])
+        pool = low_pool(vsi) if pool is None else np.asarray(pool, dtype=bool)
+        ev = cls(ids, vsi, changed, np.full(len(ids), np.nan), pool, features=feats)
+        return ev.probed()
+
+    def probed(
+        self, pool: np.ndarray | None = None, control: np.ndarray | None = None
+    ) -> VSIEvidence:
+        """This evidence with its probes refitted on ``pool`` (default: its own) and
+        ``control`` (default: that pool's matched control), from its features; without
+        features only the masks change."""
+        pool = self.pool if pool is None else np.asarray(pool, dtype=bool)
+        control = matched_control(self.vsi, pool) if control is None else control
+        if self.features is None:
+            return self.replaced(pool=pool, control=control)
+        fc, fb = self.features
+        probe, on_pool = pool_probe(fc, fb, pool, image_ids=self.groups)
+        control_probe, on_control = pool_probe(fc, fb, control, image_ids=self.groups)
+        correct = np.where(pool, on_pool, np.where(control, on_control, np.nan))
+        return self.replaced(
+            probe_correct=correct, pool=pool, control=control, probes=(probe, control_probe)
+        )
+
+    def replaced(self, **fields: object) -> VSIEvidence:
+        """A copy with some of the constructor's fields replaced (the rest kept: pool,
+        features, groups...), as a model variant that changes only its outputs."""
+        kw = dict(
+            ids=self.ids, vsi=self.vsi, changed=self.changed, probe_correct=self.probe_correct,
+            pool=self.pool, control=self.control, features=self.features, probes=self.probes,
+            groups=self.groups,
+        )  # fmt: skip
+        unknown = set(fields) - set(kw)
+        if unknown:
+            raise TypeError(f"VSIEvidence has no field {sorted(unknown)[0]!r}")
+        return VSIEvidence(**{**kw, **fields})  # type: ignore[arg-type]
+
+    def paired_with(self, baseline: Evidence) -> tuple[VSIEvidence, str | None]:
+        """This (current) evidence, aligned to ``baseline``, read on the baseline's pool and
+        control: re-probed on them when they differ from its own (docs/spec.md §5)."""
+        assert isinstance(baseline, VSIEvidence)
+        if np.array_equal(self.pool, baseline.pool) and np.array_equal(
+            self.control, baseline.control
+        ):
+            return self, None
+        out = self.probed(baseline.pool, baseline.control)
+        if self.features is None:
+            return out, "read on the baseline's low-VSI pool with the run's stored probe results"
+        return out, f"re-probed on the baseline's low-VSI pool (n={int(baseline.pool.sum())})"
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {
@@ -292,6 +377,8 @@ class VSIEvidence(Evidence):
             "vsi": self.vsi,
             "changed": self.changed,
             "probe_correct": self.probe_correct,
+            "pool": self.pool,
+            "control": self.control,
         }
 
     @classmethod
@@ -302,6 +389,8 @@ class VSIEvidence(Evidence):
                 arrays["vsi"],
                 arrays["changed"],
                 arrays["probe_correct"],
+                arrays.get("pool"),
+                arrays.get("control"),
             )
         except KeyError as exc:
             raise EvidenceError(f"VSI evidence lacks array {exc}") from None
@@ -309,11 +398,17 @@ class VSIEvidence(Evidence):
     def take(self, rows: np.ndarray, ids: Sequence[str] | None = None) -> VSIEvidence:
         rows = np.asarray(rows)
         new_ids = [self.ids[i] for i in rows] if ids is None else list(ids)
-        return VSIEvidence(new_ids, self.vsi[rows], self.changed[rows], self.probe_correct[rows])
+        feats = None if self.features is None else tuple(f[rows] for f in self.features)
+        return VSIEvidence(
+            new_ids, self.vsi[rows], self.changed[rows], self.probe_correct[rows],
+            self.pool[rows], self.control[rows], features=feats, probes=self.probes,
+            groups=self.groups[rows],
+        )  # fmt: skip
 
     @property
     def low(self) -> np.ndarray:
-        return self.vsi < spec.VSI_INSENSITIVE
+        """This run's own insensitive samples (the insensitive fraction's; not the pool)."""
+        return low_pool(self.vsi)
 
     def figures(self) -> dict[str, float]:
         with warnings.catch_warnings():
@@ -327,6 +422,19 @@ class VSIEvidence(Evidence):
         return per_sample("vsi", self, name)
 
     def benign(self, seed: int) -> VSIEvidence:
+        """VSI jittered (the insensitive fraction moves); the pool, being the baseline's,
+        stays fixed, as do argmax change and probe correctness."""
         rng = np.random.default_rng([seed, 0x751])
         factor = np.exp(rng.normal(0.0, BENIGN_VSI_LOG_SD, size=self.vsi.shape))
-        return VSIEvidence(self.ids, self.vsi * factor, self.changed, self.probe_correct)
+        return self.replaced(vsi=self.vsi * factor)
+
+
+def vsi_values(arrays: Mapping[str, np.ndarray], support: str = spec.VSI_SUPPORT) -> np.ndarray:
+    """The per-sample VSI on ``support`` (docs/spec.md §5): ``top50`` reads ``vsi_top50``,
+    ``full`` the full-vocabulary ``vsi``. A run that has only a top-k variant (a server) gives
+    that for either; asking for ``full`` of it says so in the run's ``vsi_variant``."""
+    if support not in spec.VSI_SUPPORTS:
+        raise ValueError(f"VSI support {support!r}: expected one of {spec.VSI_SUPPORTS}")
+    if support == "top50" and "vsi_top50" in arrays:
+        return np.asarray(arrays["vsi_top50"], dtype=np.float64)
+    return np.asarray(arrays["vsi"], dtype=np.float64)

@@ -20,7 +20,7 @@ from benchc.gates.payload import Payload
 from benchc.gates.rules import RuleError, check_rules
 
 #: Info keys that must agree for a comparison to mean anything (else: re-record).
-SETTINGS_KEYS: tuple[str, ...] = ("dataset_fingerprint", "image_size", "seed")
+SETTINGS_KEYS: tuple[str, ...] = ("dataset_fingerprint", "image_size", "seed", "vsi_variant")
 #: Info key listing the cells a grid-level snapshot was recorded over.
 GRID_KEY = "conditions"
 

@@ -22,11 +22,16 @@ from benchc.spec import VSI_FLOOR, VSI_INSENSITIVE
 __all__ = [
     "GapResult",
     "ProbeResult",
+    "VSIDistribution",
     "argmax_change_rate",
     "encoder_llm_gap",
     "gap_terms",
     "insensitive_fraction",
+    "low_pool",
+    "matched_control",
+    "pool_probe",
     "probe_accuracy",
+    "vsi_distribution",
     "vsi_full",
     "vsi_topk",
 ]
@@ -199,11 +204,98 @@ def probe_accuracy(
 
 
 @dataclass(frozen=True)
-class GapResult:
-    """Encoder-LLM gap on the low-VSI subset: probe accuracy - argmax change rate.
+class VSIDistribution:
+    """VSI Table 1 for one perturbation variant: the median, the shares below 0.01 and 0.05,
+    Hartigan's dip test p-value (unimodality) and the silhouette of a two-cluster split."""
 
-    ``probe`` is fitted over all samples (grouped folds) and read on the subset:
-    ``probe_accuracy`` = mean of ``probe.correct`` over the ``n`` low-VSI samples.
+    n: int
+    median: float
+    below_001: float
+    below_005: float
+    dip_p: float
+    silhouette: float
+
+
+def vsi_distribution(vsi: np.ndarray) -> VSIDistribution:
+    """Table 1 statistics of per-sample VSI. The dip test (``diptest``, table-interpolated p, so
+    deterministic) and the silhouette run on log10 VSI (floored at 1e-12): VSI spans orders of
+    magnitude, and the paper's heavy left tail is a shape in log space. The silhouette is that
+    of 1-D 2-means (scikit-learn ``KMeans``, 10 starts, seed 42); NaN below 3 samples or with
+    a single distinct value."""
+    import diptest
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+
+    v = np.asarray(vsi, dtype=np.float64)
+    if v.ndim != 1 or not v.size:
+        raise ValueError(f"vsi: expected a non-empty (N,) array, got shape {v.shape}")
+    x = np.log10(np.maximum(v, 1e-12))
+    dip_p = sil = float("nan")
+    if v.size >= 4 and np.unique(x).size > 2:
+        dip_p = float(diptest.diptest(x)[1])
+        labels = KMeans(2, n_init=10, random_state=42).fit_predict(x[:, None])
+        if np.unique(labels).size == 2:
+            sil = float(silhouette_score(x[:, None], labels))
+    return VSIDistribution(
+        int(v.size), float(np.median(v)), float(np.mean(v < 0.01)),
+        float(np.mean(v < VSI_INSENSITIVE)), dip_p, sil,
+    )  # fmt: skip
+
+
+def low_pool(vsi: np.ndarray, threshold: float = VSI_INSENSITIVE) -> np.ndarray:
+    """The low-VSI pool (N,) bool: samples with VSI < threshold. In a gate the baseline's pool
+    is the one both sides are read on (docs/spec.md §5)."""
+    v = np.asarray(vsi, dtype=np.float64)
+    if v.ndim != 1:
+        raise ValueError(f"vsi: expected shape (N,), got {v.shape}")
+    return v < threshold
+
+
+def matched_control(vsi: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """The matched high-VSI control (N,) bool: as many samples as the pool holds, taken from
+    the most sensitive ones outside it (highest VSI first, lower index first among ties), so the
+    control's probe and change rate are read on a set of the pool's size (VSI Table 2)."""
+    v = np.asarray(vsi, dtype=np.float64)
+    pool = np.asarray(pool, dtype=bool)
+    if pool.shape != v.shape:
+        raise ValueError(f"pool: expected shape {v.shape}, got {pool.shape}")
+    outside = np.flatnonzero(~pool)
+    order = outside[np.argsort(-v[outside], kind="stable")][: int(pool.sum())]
+    out = np.zeros(v.shape, dtype=bool)
+    out[order] = True
+    return out
+
+
+def pool_probe(
+    features_clean: np.ndarray,
+    features_perturbed: np.ndarray,
+    rows: np.ndarray,
+    n_splits: int = 5,
+    *,
+    image_ids: np.ndarray | None = None,
+) -> tuple[ProbeResult | None, np.ndarray]:
+    """The probe of docs/spec.md §5 fitted *on* ``rows`` (a bool mask (N,)): its result, and
+    each sample's held-out correctness (N,), NaN outside ``rows``. ``None`` and all-NaN when
+    the rows hold fewer distinct images than ``n_splits`` grouped folds need."""
+    rows = np.asarray(rows, dtype=bool)
+    n = rows.shape[0]
+    correct = np.full(n, np.nan)
+    ids = np.arange(n) if image_ids is None else np.asarray(image_ids)
+    if np.unique(ids[rows]).size < n_splits:
+        return None, correct
+    fc, fp = np.asarray(features_clean), np.asarray(features_perturbed)
+    probe = probe_accuracy(fc[rows], fp[rows], n_splits, image_ids=ids[rows])
+    correct[rows] = probe.correct
+    return probe, correct
+
+
+@dataclass(frozen=True)
+class GapResult:
+    """Encoder-LLM gap on the low-VSI pool (VSI Table 2): probe accuracy - argmax change rate,
+    both on the pool, with the matched high-VSI control read the same way.
+
+    ``probe`` / ``control_probe`` are fitted on the pool / control alone (grouped folds; None
+    when too few images); ``gap`` = ``probe_accuracy`` - ``change_rate`` exactly.
     """
 
     n: int
@@ -211,19 +303,15 @@ class GapResult:
     probe_accuracy: float
     change_rate: float
     gap: float
+    control_probe: ProbeResult | None = None
+    control_change_rate: float = float("nan")
 
 
-def gap_terms(
-    vsi: np.ndarray,
-    changed: np.ndarray,
-    probe_correct: np.ndarray,
-    threshold: float = VSI_INSENSITIVE,
-) -> np.ndarray:
-    """Per-sample gap terms (N,): ``probe_correct - changed`` on samples with VSI < threshold,
-    NaN elsewhere. The gap is their mean, so it bootstraps like any per-sample mean."""
-    v = np.asarray(vsi, dtype=np.float64)
+def gap_terms(pool: np.ndarray, changed: np.ndarray, probe_correct: np.ndarray) -> np.ndarray:
+    """Per-sample gap terms (N,): ``probe_correct - changed`` on the pool, NaN elsewhere. The
+    gap is their mean, so it bootstraps like any per-sample mean."""
     terms = np.asarray(probe_correct, np.float64) - np.asarray(changed, np.float64)
-    return np.where(v < threshold, terms, np.nan)
+    return np.where(np.asarray(pool, dtype=bool), terms, np.nan)
 
 
 def encoder_llm_gap(
@@ -232,30 +320,40 @@ def encoder_llm_gap(
     features_perturbed: np.ndarray,
     top1_clean: np.ndarray,
     top1_perturbed: np.ndarray,
-    threshold: float = VSI_INSENSITIVE,
     n_splits: int = 5,
     *,
+    pool: np.ndarray | None = None,
     image_ids: np.ndarray | None = None,
 ) -> GapResult:
-    """Probe accuracy minus argmax change rate, both read on the samples with VSI < threshold.
-
-    The probe is fitted with grouped folds over *all* samples and each sample's held-out
-    correctness is read on the low-VSI subset (a known departure, docs/spec.md §5: the
-    classifier does not change with the subset, so a baseline and a current run are compared on
-    one definition, and five times more images train it). ``image_ids`` marks repeated rows.
-    Undefined (NaN gap, no probe) with too few distinct images for ``n_splits`` folds, or an
-    empty subset.
-    """
+    """VSI Table 2 for one model, as the paper's protocol (docs/spec.md §5): the probe fitted
+    on the low-VSI ``pool`` (default: this model's own VSI < 0.05; in a comparison, the
+    reference model's), the argmax change rate on the same pool, and the matched high-VSI
+    control probed the same way. Undefined (NaN gap, no probe) with an empty pool or too few
+    distinct images for ``n_splits`` folds."""
     v = np.asarray(vsi, dtype=np.float64)
-    low = v < threshold
-    n = int(low.sum())
+    pool = low_pool(v) if pool is None else np.asarray(pool, dtype=bool)
+    control = matched_control(v, pool)
     changed = np.asarray(top1_clean) != np.asarray(top1_perturbed)
-    rate = argmax_change_rate(np.asarray(top1_clean)[low], np.asarray(top1_perturbed)[low])
-    ids = np.arange(v.size) if image_ids is None else np.asarray(image_ids)
-    if np.unique(ids).size < n_splits or n == 0:
-        return GapResult(n, None, float("nan"), rate, float("nan"))
-    probe = probe_accuracy(features_clean, features_perturbed, n_splits, image_ids=ids)
+    probe, correct = pool_probe(
+        features_clean, features_perturbed, pool, n_splits, image_ids=image_ids
+    )
+    control_probe, _ = pool_probe(
+        features_clean, features_perturbed, control, n_splits, image_ids=image_ids
+    )
     # the gap and its probe accuracy as the figure registry defines them (the VSI gates' own)
-    state = SimpleNamespace(low=low, changed=changed.astype(float), probe_correct=probe.correct)
-    fig = evaluate("vsi", state)
-    return GapResult(n, probe, float(fig["probe_accuracy"]), rate, float(fig["gap"]))
+    state = SimpleNamespace(
+        low=low_pool(v), pool=pool, control=control, changed=changed.astype(float),
+        probe_correct=correct,
+    )  # fmt: skip
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fig = evaluate("vsi", state)
+    rate_high = float(changed[control].mean()) if control.any() else float("nan")
+    return GapResult(
+        int(pool.sum()),
+        probe,
+        float(fig["probe_accuracy"]),
+        float(fig["argmax_change_rate"]),
+        float(fig["gap"]),
+        control_probe,
+        rate_high,
+    )

@@ -19,8 +19,10 @@ import numpy as np
 
 from benchc import spec
 from benchc.gates import Payload, sidecar
+from benchc.gates.evidence import VSIEvidence
 from benchc.gates.snapshot import model_slug
 from benchc.metrics.figures import FigureDef, definition, reported_cells, table2_figures
+from benchc.report.vsi import gap_table
 from benchc.results.reader import StoredRun
 from benchc.results.store import StoreError
 
@@ -188,35 +190,25 @@ def evidence_run(base: SnapshotBaseline) -> StoredRun | None:
     )
 
 
-def evidence_vsi(base: SnapshotBaseline) -> dict[str, object] | None:
-    """The baseline's per-sample VSI block from its VSI sidecar, else None."""
+def baseline_vsi_evidence(base: SnapshotBaseline) -> VSIEvidence | None:
+    """The VSI evidence the baseline's VSI snapshots carry (its pool included), or None."""
     found = _sidecar(base, list(base.vsi.values()), "vsi")
-    if found is None:
+    return found[2] if found is not None else None
+
+
+def evidence_vsi(base: SnapshotBaseline) -> dict[str, object] | None:
+    """The baseline's per-sample VSI block from its VSI sidecar (Table 2 from the gates' own
+    figures of that evidence; no fold std: the features are not stored), else None."""
+    ev = baseline_vsi_evidence(base)
+    if ev is None:
         return None
-    ev = found[2]
     vsi = np.asarray(ev.vsi, dtype=np.float64)
-    low = ev.low
-    changed = np.asarray(ev.changed, dtype=np.float64)
-    probe = np.asarray(ev.probe_correct, dtype=np.float64)
-    fig = ev.figures()  # the VSI gates' own figures of this evidence
-
-    def mean(a: np.ndarray, m: np.ndarray) -> float | None:
-        return _num(a[m].mean()) if m.any() else None
-
-    recorded = vsi_from_snapshots(base) or {}
+    fig = ev.figures()
     return {
         "n": int(vsi.size),
         "median": _num(np.median(vsi)),
         "insensitive_fraction": _num(fig["insensitive_fraction"]),
         "values": [round(float(v), 6) for v in vsi],
-        "gap": {
-            "n_low": int(low.sum()),
-            "probe_low": _num(fig["probe_accuracy"]),
-            "probe_low_std": None,
-            "change_low": _num(fig["argmax_change_rate"]),
-            "probe_high": mean(probe, ~low),
-            "change_high": mean(changed, ~low),
-            "gap": (recorded.get("gap") or {}).get("gap"),
-        },
+        "gap": gap_table(ev, "own"),
         "signals": None,
     }

@@ -31,14 +31,10 @@ from benchc.metrics import (
     STATES,
     TRAJECTORIES,
     GridMetrics,
-    auroc_vsi,
-    brier,
-    ece,
-    probe_accuracy,
-    prr,
 )
 from benchc.metrics.figures import reported_cells, table2_figures
 from benchc.report import baseline as snap
+from benchc.report.vsi import run_evidence, vsi_block
 from benchc.results.reader import StoredRun
 
 SCHEMA = "benchc-report/1"
@@ -197,72 +193,6 @@ def families(
     return out
 
 
-def vsi_block(run: StoredRun, g: GridMetrics | None) -> dict[str, Any] | None:
-    """VSI Fig. 1 (per-sample VSI), Fig. 2 / Table 2 (probe vs argmax change, low and high
-    VSI) and the error signals (AUROC_VSI, PRR@80, ECE, Brier of the clean option answer)."""
-    a = run.vsi
-    if a is None:
-        return None
-    vsi = a["vsi"].astype(np.float64)
-    low = vsi < spec.VSI_INSENSITIVE
-    changed = a["top1_clean"] != a["top1_blur"]
-    missing = []
-    k = int(a["vsi_topk"][0]) if "vsi_topk" in a and a["vsi_topk"].size else 0
-    if k:
-        missing.append(f"full next-token distribution (VSI is the top-{k} variant)")
-    fc, fb = a.get("features_clean"), a.get("features_blur")
-    probe = high_probe = None
-    if fc is None or fb is None:
-        missing.append("vision tower (no gap probe: the encoder-LLM gap is undefined)")
-    elif vsi.size >= 5:
-        probe = probe_accuracy(fc, fb)
-    vsi_ids = run.vsi_ids if run.vsi_ids is not None else run.ids
-    # the gates' own evidence and figures: the gap, its probe accuracy and change rate on the
-    # low-VSI subset, exactly as the VSI gates read them
-    fig = VSIEvidence.from_run(a, list(vsi_ids), probe=probe).figures()
-    if probe is not None and (~low).sum() >= 10:
-        try:
-            high_probe = probe_accuracy(fc[~low], fb[~low])
-        except ValueError:
-            high_probe = None
-    signals = None
-    if g is not None:
-        # the clean option answers of the VSI samples (all of them when VSI ran on the
-        # grid's own dataset; the shared ids when the VSI gates have a set of their own)
-        where = {sid: i for i, sid in enumerate(run.ids)}
-        rows = [(k, where[sid]) for k, sid in enumerate(vsi_ids) if sid in where]
-        if len(rows) >= 2:
-            kv, kg = (np.array(x) for x in zip(*rows, strict=True))
-            correct, conf = g.correct_clean[kg], g.conf_clean[kg]
-            signals = {
-                "n": len(rows),
-                "auroc_vsi": num(auroc_vsi(~correct, vsi[kv])),
-                "prr80": num(prr(~correct, -vsi[kv], 0.8)),
-                "ece": num(ece(conf, correct)),
-                "brier": num(brier(conf, correct)),
-            }
-    return {
-        "n": int(vsi.size),
-        "median": num(np.median(vsi)),
-        "insensitive_fraction": num(fig["insensitive_fraction"]),
-        "values": [num(round(float(v), 6)) for v in vsi],
-        "variant": f"vsi_top{k}" if k else "vsi",
-        "missing": missing,
-        "gap": {
-            "n_low": int(low.sum()),
-            "probe_low": num(fig["probe_accuracy"]),
-            "probe_low_std": num(probe.fold_std) if probe is not None else None,
-            "change_low": num(fig["argmax_change_rate"]),
-            "probe_high": num(high_probe.accuracy) if high_probe is not None else None,
-            "change_high": num(np.mean(changed[~low])) if (~low).any() else None,
-            "gap": num(fig["gap"]),
-        },
-        "signals": signals,
-        "fallbacks": int(a["fallback"].sum()) if "fallback" in a else 0,
-        "located": int(a["located"].sum()) if "located" in a else 0,
-    }
-
-
 def _meta(run: StoredRun, label: str) -> dict[str, Any]:
     return {
         "label": label,
@@ -276,8 +206,11 @@ def _meta(run: StoredRun, label: str) -> dict[str, Any]:
     }
 
 
-def series_from_run(run: StoredRun, label: str, *, n_boot: int = N_BOOT) -> dict[str, Any]:
-    """Every block of one stored run."""
+def series_from_run(
+    run: StoredRun, label: str, *, n_boot: int = N_BOOT, vsi_ref: VSIEvidence | None = None
+) -> dict[str, Any]:
+    """Every block of one stored run; ``vsi_ref``: the evidence whose low-VSI pool its VSI
+    Table 2 is read on (docs/spec.md §5)."""
     g = run.grid
     out = _meta(run, label)
     if g is None:
@@ -294,7 +227,7 @@ def series_from_run(run: StoredRun, label: str, *, n_boot: int = N_BOOT) -> dict
             trajectories=trajectories(g),
             families=families(cv, run.corruptions, run.severities),
         )
-    out["vsi"] = vsi_block(run, g)
+    out["vsi"] = vsi_block(run, ref=vsi_ref)
     out["missing"] = run_missing(run, out["vsi"])
     return out
 
@@ -429,9 +362,13 @@ def build(
         raise ValueError("build: no runs to report")
     labels = list(labels) if labels else _default_labels(runs)
     first = runs[0]
-    series = [series_from_run(r, lab, n_boot=n_boot) for r, lab in zip(runs, labels, strict=True)]
+    ref = vsi_reference(runs, baseline, baseline_run)
+    series = [
+        series_from_run(r, lab, n_boot=n_boot, vsi_ref=ref)
+        for r, lab in zip(runs, labels, strict=True)
+    ]
     if baseline is not None and not baseline.empty and baseline_run is not None:
-        b = series_from_run(baseline_run, "baseline", n_boot=n_boot)
+        b = series_from_run(baseline_run, "baseline", n_boot=n_boot, vsi_ref=ref)
         b.update(kind="baseline", source=f"{baseline.folder} ({baseline_run.path})")
         if b["vsi"] is None:
             b["vsi"] = snap.evidence_vsi(baseline) or snap.vsi_from_snapshots(baseline)
@@ -462,6 +399,23 @@ def build(
         "cell_status": cell_status(vb),
         "drilldown": drilldown or [],
     }
+
+
+def vsi_reference(
+    runs: Sequence[StoredRun],
+    baseline: snap.SnapshotBaseline | None,
+    baseline_run: StoredRun | None,
+) -> VSIEvidence | None:
+    """Whose low-VSI pool every series' Table 2 is read on (docs/spec.md §5: one pool, fixed
+    by one reference model): the baseline's (its run, else its snapshot's VSI evidence); in a
+    comparison without one, the first run's."""
+    if baseline_run is not None and baseline_run.vsi is not None:
+        return run_evidence(baseline_run)
+    if baseline is not None and not baseline.empty:
+        ev = snap.baseline_vsi_evidence(baseline)
+        if ev is not None:
+            return ev
+    return run_evidence(runs[0]) if len(runs) > 1 else None
 
 
 def _default_labels(runs: Sequence[StoredRun]) -> list[str]:

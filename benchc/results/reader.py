@@ -1,7 +1,7 @@
 """The one reader of a finished (or partial) run folder, for the suite and the report alike.
 
 A run folder holds ``manifest.json``, the per-sample table ``samples.npz``, one ``<condition>.npz``
-of option logits per finished condition and, once the VSI cases ran, ``vsi-region-blur*.npz``.
+of option logits per finished condition and, once the VSI cases ran, ``vsi-blur*.npz``.
 Knowing those names in one place means the suite that writes them and every reader of a stored
 run (``benchc report``, ``benchc compare``, ``pytest --report``) cannot drift apart. Arrays are
 read through :func:`benchc.results.store.load_npz` and the manifest through
@@ -26,7 +26,7 @@ from benchc.results.store import StoreError, load_npz, read_manifest
 #: Stored name of the per-sample table (ids, answers, option counts).
 SAMPLES = "samples"
 #: Stored name of the VSI arrays; ``<VSI>.<locator slug>`` under ``--region-locator``.
-VSI = "vsi-region-blur"
+VSI = "vsi-blur"
 MANIFEST = "manifest.json"
 
 
@@ -64,6 +64,8 @@ class StoredRun:
     vsi_name: str | None = None
     #: Row ids of ``vsi`` when it comes from another run folder (a separate VSI set).
     vsi_ids: tuple[str, ...] | None = None
+    #: Correct option index of each ``vsi`` row (the VSI set's own when it is separate).
+    vsi_answers: np.ndarray | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -208,8 +210,11 @@ def read_run(run_dir: Path, *, vsi_dir: Path | None = None) -> StoredRun:
     vsi_paths = sorted(vsi_home.glob(f"{VSI}*.npz"), key=lambda p: (len(p.name), p.name))
     vsi = load_npz(vsi_paths[0]) if vsi_paths else None
     n_vsi = n
+    vsi_answers = np.asarray(samples["answers"]) if vsi is not None else None
     if vsi is not None and vsi_home != run_dir:
-        vsi_ids = tuple(str(x) for x in load_npz(vsi_home / f"{SAMPLES}.npz")["ids"])
+        vsi_samples = load_npz(vsi_home / f"{SAMPLES}.npz")
+        vsi_ids = tuple(str(x) for x in vsi_samples["ids"])
+        vsi_answers = np.asarray(vsi_samples["answers"])
         n_vsi = len(vsi_ids)
     if vsi is not None and vsi["vsi"].shape[0] != n_vsi:
         raise StoreError(
@@ -228,4 +233,5 @@ def read_run(run_dir: Path, *, vsi_dir: Path | None = None) -> StoredRun:
         vsi=vsi,
         vsi_name=vsi_paths[0].stem if vsi_paths else None,
         vsi_ids=vsi_ids,
+        vsi_answers=vsi_answers,
     )

@@ -88,10 +88,11 @@ def vsi_case(run: SuiteRun, figure: str, *, z_for: ZFor) -> Payload:
     from benchc.suite.vsi import vsi_arrays, vsi_evidence, vsi_info
 
     arrays = vsi_arrays(run)
-    info = {**run_info(run), **vsi_info(arrays, run.cfg.region_locator)}
+    support = run.cfg.vsi_support
+    info = {**run_info(run), **vsi_info(arrays, run.cfg.region_locator, support)}
     return _payload(
         run,
-        vsi_evidence(arrays, run.ids),
+        vsi_evidence(arrays, run.ids, support),
         level="vsi",
         scope="vsi",
         names=[figure],

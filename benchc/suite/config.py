@@ -61,6 +61,8 @@ class SuiteConfig:
     #: VSI region for samples without an annotation (docs/spec.md §5): a locator name or
     #: "module:attr".
     region_locator: str = _d("region_locator")
+    #: Which VSI the VSI gates read (docs/spec.md §5): ``top50`` or ``full``.
+    vsi_support: str = _d("vsi_support")
     degrade: dict[str, float] = field(default_factory=dict)
     #: Typed ``--model-args`` (``benchc.models.registry.parse_model_args``), passed to the backend.
     model_args: dict[str, Any] = field(default_factory=dict)

@@ -109,6 +109,17 @@ def _number(kind: type, bad: Callable[[Any], bool], rule: str) -> Callable[[str]
     return convert
 
 
+def _choice(allowed: tuple[str, ...]) -> Callable[[str], str]:
+    """A ``type=`` converter accepting one of ``allowed`` (the message lists them)."""
+
+    def convert(text: str) -> str:
+        if text not in allowed:
+            raise ArgumentTypeError(f"must be one of {', '.join(allowed)}, got {text!r}")
+        return text
+
+    return convert
+
+
 # -- what ``from_options`` settles once every option is known ----------------------------------
 #: ``finish(value, given, rootdir)``: ``given`` holds every option's value before finishing.
 Finish = Callable[[Any, Mapping[str, Any], Path], Any]
@@ -352,6 +363,16 @@ OPTIONS: tuple[Option, ...] = (
         metavar="NAME",
         blank_is_default=True,
         finish=_locator,
+    ),
+    Option(
+        "--vsi-support",
+        "vsi_support",
+        "which VSI the VSI gates read: top50 (KL on the union of both top-50 supports, the VSI "
+        "paper's reported numbers) or full (the whole vocabulary); both are reported "
+        "(default %(default)s)",
+        default=spec.VSI_SUPPORT,
+        type=_choice(spec.VSI_SUPPORTS),
+        metavar="{" + ",".join(spec.VSI_SUPPORTS) + "}",
     ),
     Option(
         "--lenient",

@@ -7,9 +7,11 @@ threshold snapshots, so a report written hours later says exactly what the build
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from benchc import spec
 from benchc.gates import ErrorBudget, EvidenceError, GridEvidence, Payload, figures
 from benchc.gates.budget import DEFAULT_BUDGET
 from benchc.gates.pipeline import check_case
@@ -17,7 +19,7 @@ from benchc.gates.snapshot import case_name, load_baseline, model_slug
 from benchc.results.reader import StoredRun, read_run
 from benchc.results.store import StoreError
 from benchc.suite.payloads import build_payload, grid_payloads
-from benchc.suite.vsi import vsi_evidence
+from benchc.suite.vsi import vsi_evidence, vsi_variant
 
 #: Offline case key (see :func:`benchc.suite.payloads.grid_payloads`) -> pytest case name.
 _TEST = {"cell": "test_cell", "family": "test_family", "model": "test_model", "vsi": "test_vsi"}
@@ -77,9 +79,12 @@ def collect(
     common = dict(model=run.model_name, dataset=run.dataset_name, seed=seed)
     if grid is not None:
         cases.update(grid_payloads(grid, info=info, z_for=placeholder, **common))
+    folder = Path(thresholds_dir) / model_slug(run.model_name)
     if vsi_run.vsi is not None:
-        ev = vsi_evidence(vsi_run.vsi, list(vsi_run.ids))
+        support = _recorded_support(folder)
+        ev = vsi_evidence(vsi_run.vsi, list(vsi_run.ids), support)
         vsi_info = {**info, **{k: v for k, v in _settings(vsi_run).items() if k != "seed"}}
+        vsi_info["vsi_variant"] = vsi_variant(vsi_run.vsi, support)
         vsi_common = {**common, "dataset": vsi_run.dataset_name}
         for f in figures("vsi", gated_only=True):
             cases[f"vsi:{f.name}"] = build_payload(
@@ -87,7 +92,6 @@ def collect(
                 **vsi_common,
             )  # fmt: skip
     z = ErrorBudget.for_payloads(budget, cases.values()).z
-    folder = Path(thresholds_dir) / model_slug(run.model_name)
     records: list[dict[str, Any]] = []
     for key, current in cases.items():
         case = _case(key)
@@ -106,6 +110,19 @@ def collect(
             continue
         records.extend(o.to_dict(case) for o in result.verdict.outcomes)
     return records
+
+
+def _recorded_support(folder: Path) -> str:
+    """The VSI support the VSI snapshots were recorded with (a report re-checks the variant the
+    build gated); the default when there is none."""
+    for f in figures("vsi", gated_only=True):
+        path = folder / f"{case_name(f'test_vsi[{f.name}]')}.json"
+        try:
+            variant = json.loads(path.read_text())["info"]["vsi_variant"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        return "full" if variant == "vsi (full distribution)" else "top50"
+    return spec.VSI_SUPPORT
 
 
 def _unchecked(case: str, key: str, reason: str) -> dict[str, Any]:

@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import sklearn
 
 from benchc import spec
-from benchc.gates.evidence import VSIEvidence
+from benchc.corruptions.vsi import whole_blur
+from benchc.gates.evidence import VSIEvidence, vsi_values
 from benchc.metrics.vsi import vsi_full, vsi_topk
 from benchc.models.collate import score
 
@@ -35,14 +37,19 @@ def vsi_arrays(run: SuiteRun) -> dict[str, np.ndarray]:
 
 
 def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndarray]:
-    """Rows ``start:stop``: ``vsi``, ``top1_clean``/``top1_blur``, ``located`` (region from the
-    locator), ``fallback`` (whole-image blur: no annotation and no located region), and, as the
-    backend's :class:`~benchc.models.base.Capabilities` allow, ``vsi_top50`` and
-    ``features_clean``/``features_blur`` (its own tower, for the gap's probe).
+    """Rows ``start:stop`` of the VSI arrays, from three passes over the same samples: clean,
+    region-blurred and whole-image-blurred (docs/spec.md §5).
 
-    A backend with the full next-token distribution gives the VSI of docs/spec.md §5; one that
-    serves only top-k log-probs (an OpenAI-compatible server) gives the documented top-k variant
-    in ``vsi`` and says so in ``vsi_topk`` (k); one with neither has no VSI."""
+    ``vsi``/``vsi_top50`` and ``top1_clean``/``top1_blur`` (region blur); ``vsi_whole``/
+    ``vsi_whole_top50`` and ``top1_whole`` (whole-image blur, VSI Table 1 and Table 3's VSI_w);
+    ``option_logits`` (the clean pass's own option logits: the answers the error signals score);
+    ``located``/``fallback`` (how the region was found); and, as the backend's
+    :class:`~benchc.models.base.Capabilities` allow, ``features_clean``/``features_blur`` (its
+    own tower, for the gap's probe).
+
+    A backend with the full next-token distribution gives the full-vocabulary VSI in ``vsi``;
+    one that serves only top-k log-probs (an OpenAI-compatible server) gives the documented
+    top-k variant there too and says so in ``vsi_topk`` (k); one with neither has no VSI."""
     backend = run.backend
     caps = backend.capabilities
     if caps.full_distribution:
@@ -54,8 +61,9 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
         raise VSIUnavailable(f"{backend.name}: VSI needs next-token (top-k) log-probabilities")
     clean = run.prepared(start, stop)
     blurred, located, fallback = run.blurred(start, stop)
+    whole = [whole_blur(a, spec.VSI_SIGMA) for a in clean]
     outs = []
-    for images in (clean, blurred):
+    for images in (clean, blurred, whole):
         try:
             out = score(backend, run._queries(images, start), batch_size=run.batch_size, **kwargs)
         except NotImplementedError as exc:  # a server that turned out to give no log-probs
@@ -63,20 +71,28 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
         if out.top_ids is None or (kwargs["distribution"] and out.logprobs is None):
             raise VSIUnavailable(f"{backend.name}: the backend returned no next-token distribution")
         outs.append(out)
-    c, b = outs
+    c, b, w = outs
+    logits = np.full((stop - start, run.k_max), np.nan, dtype=np.float32)
+    logits[:, : c.option_logits.shape[1]] = c.option_logits
     arrays = {
-        "vsi_top50": vsi_topk(c.top_ids, c.top_logprobs, b.top_ids, b.top_logprobs),
-        "top1_clean": c.top_ids[:, 0].astype(np.int64),
-        "top1_blur": b.top_ids[:, 0].astype(np.int64),
+        "option_logits": logits,
         "located": located,
         "fallback": fallback,
     }
+    for suffix, other, top1 in (("", b, "top1_blur"), ("_whole", w, "top1_whole")):
+        arrays[f"vsi{suffix}_top50"] = vsi_topk(
+            c.top_ids, c.top_logprobs, other.top_ids, other.top_logprobs
+        )
+        if kwargs["distribution"]:
+            arrays[f"vsi{suffix}"] = vsi_full(c.logprobs, other.logprobs)
+            arrays[top1] = np.argmax(other.logprobs, axis=1).astype(np.int64)
+        else:
+            arrays[f"vsi{suffix}"] = arrays[f"vsi{suffix}_top50"]
+            arrays[top1] = other.top_ids[:, 0].astype(np.int64)
     if kwargs["distribution"]:
-        arrays["vsi"] = vsi_full(c.logprobs, b.logprobs)
         arrays["top1_clean"] = np.argmax(c.logprobs, axis=1).astype(np.int64)
-        arrays["top1_blur"] = np.argmax(b.logprobs, axis=1).astype(np.int64)
     else:
-        arrays["vsi"] = arrays["vsi_top50"]
+        arrays["top1_clean"] = c.top_ids[:, 0].astype(np.int64)
         arrays["vsi_topk"] = np.full(stop - start, kwargs["top_k"], dtype=np.int64)
     if caps.vision_tower:
         try:
@@ -87,18 +103,34 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
     return arrays
 
 
-def vsi_evidence(arrays: dict[str, np.ndarray], ids: list[str]) -> VSIEvidence:
-    """Per-sample VSI, argmax change and held-out probe correctness
-    (:meth:`benchc.gates.evidence.VSIEvidence.from_run`)."""
-    return VSIEvidence.from_run(arrays, ids)
+def vsi_evidence(
+    arrays: dict[str, np.ndarray], ids: list[str], support: str = spec.VSI_SUPPORT
+) -> VSIEvidence:
+    """Per-sample VSI on ``support``, argmax change and the probes fitted on this run's own
+    low-VSI pool (:meth:`benchc.gates.evidence.VSIEvidence.from_run`); a gate re-reads the
+    current side on the baseline's pool."""
+    return VSIEvidence.from_run(arrays, ids, support=support)
 
 
-def vsi_info(arrays: dict[str, np.ndarray], region_locator: str) -> dict[str, object]:
-    """How the VSI regions were obtained (docs/spec.md §5: fallbacks are counted and reported)."""
-    vsi = arrays["vsi"].astype(np.float64)
+def vsi_variant(arrays: dict[str, np.ndarray], support: str = spec.VSI_SUPPORT) -> str:
+    """The name of the VSI the gates read: ``vsi_top50``, ``vsi (full distribution)``, or a
+    server's ``vsi_top<k>`` whichever support was asked for (docs/spec.md §5)."""
     k = int(arrays["vsi_topk"][0]) if "vsi_topk" in arrays and arrays["vsi_topk"].size else 0
+    if k:
+        return f"vsi_top{k}"
+    return "vsi_top50" if support == "top50" else "vsi (full distribution)"
+
+
+def vsi_info(
+    arrays: dict[str, np.ndarray], region_locator: str, support: str = spec.VSI_SUPPORT
+) -> dict[str, object]:
+    """How the VSI was obtained (docs/spec.md §5: fallbacks are counted and reported), which
+    variant is gated, and the scikit-learn release that split the probe's folds (GroupKFold
+    assignments change between releases)."""
+    vsi = vsi_values(arrays, support)
     return {
-        "vsi_variant": f"vsi_top{k}" if k else "vsi (full distribution)",
+        "vsi_variant": vsi_variant(arrays, support),
+        "sklearn": sklearn.__version__,
         "probe": "own vision tower" if "features_clean" in arrays else "none (no vision tower)",
         "region_locator": region_locator,
         "regions_located": int(arrays["located"].sum()) if "located" in arrays else 0,

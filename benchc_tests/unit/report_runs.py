@@ -71,11 +71,16 @@ def make_run(
         fc = rng.normal(0, 1, (n, 8)).astype(np.float32)
         fb = fc + rng.normal(0.6, 0.5, (n, 8)).astype(np.float32)
         top1 = rng.integers(0, 50, n)
+        whole = values * np.exp(rng.normal(1.0, 1.0, n))
         store.save(
             VSI,
             {
                 "vsi": values,
                 "vsi_top50": values,
+                "vsi_whole": whole,
+                "vsi_whole_top50": whole,
+                "top1_whole": np.where(rng.random(n) < 0.6, top1 + 1, top1),
+                "option_logits": clean,
                 "top1_clean": top1,
                 "top1_blur": np.where(rng.random(n) < 0.3, top1 + 1, top1),
                 "located": np.zeros(n, bool),

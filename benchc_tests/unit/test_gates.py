@@ -31,6 +31,7 @@ from benchc.gates.evidence import Evidence
 from benchc.gates.rules import check_rules
 from benchc.metrics import compute_grid, grid_from_logits
 from benchc.metrics.stats import bootstrap_indices, replicate_se
+from benchc.metrics.vsi import probe_accuracy
 from benchc.suite.payloads import build_payload, grid_payloads
 
 Z3 = lambda level: 3.0  # noqa: E731 - a fixed z for tests that are not about the budget
@@ -259,9 +260,46 @@ def _vsi(n=300, seed=0, ignore=0.0):
 def test_vsi_gates_catch_a_vision_ignoring_llm():
     base = _payload(_vsi(), level="vsi")
     worse = _payload(_vsi(ignore=0.5), level="vsi")
-    statuses = {o.spec.name: o.status for o in check(base, worse, z_for=Z3).outcomes}
-    assert statuses == {"insensitive_fraction": "fail", "gap": "fail"}
+    out = {o.spec.name: o for o in check(base, worse, z_for=Z3).outcomes}
+    assert out["insensitive_fraction"].status == "fail"
+    # the gap is read on the baseline's pool (docs/spec.md §5): its hit samples stop moving
+    assert out["gap"].n == 300 and out["gap"].worse_by > 0.05
+    assert "baseline's low-VSI pool" in out["gap"].reason
     assert {o.status for o in check(base, base, z_for=Z3).outcomes} == {"pass"}
+
+
+def test_the_gap_gate_catches_a_frozen_argmax_on_the_baseline_pool():
+    ev = _vsi()
+    frozen = ev.replaced(changed=np.where(ev.pool, 0.0, ev.changed))
+    out = {o.spec.name: o.status for o in check(
+        _payload(ev, level="vsi"), _payload(frozen, level="vsi"), z_for=Z3).outcomes}  # fmt: skip
+    assert out == {"insensitive_fraction": "pass", "gap": "fail"}
+
+
+def test_the_current_run_is_re_probed_on_the_baseline_pool():
+    rng = np.random.default_rng(3)
+    n, f = 200, 6
+    clean = rng.normal(size=(n, f))
+    shift = np.zeros(f)
+    shift[0] = 3.0
+    arrays = {
+        "vsi": rng.lognormal(-2.0, 1.5, size=n),
+        "top1_clean": np.zeros(n, int),
+        "top1_blur": (rng.random(n) < 0.3).astype(int),
+        "features_clean": clean,
+        "features_blur": clean + shift + rng.normal(scale=0.5, size=(n, f)),
+    }
+    ids = [f"s{i}" for i in range(n)]
+    base = VSIEvidence.from_run(arrays, ids, support="full")
+    moved = {**arrays, "vsi": arrays["vsi"] * rng.lognormal(0.0, 0.5, size=n)}
+    cur = VSIEvidence.from_run(moved, ids, support="full")
+    assert not np.array_equal(base.pool, cur.pool)
+    paired, note = cur.paired_with(base)
+    assert np.array_equal(paired.pool, base.pool) and "re-probed" in note
+    # the refit is the probe of docs/spec.md §5 on the baseline's pool, with the run's features
+    want = probe_accuracy(arrays["features_clean"][base.pool], arrays["features_blur"][base.pool])
+    np.testing.assert_array_equal(paired.probe_correct[base.pool], want.correct)
+    assert np.isnan(paired.probe_correct[~(base.pool | base.control)]).all()
 
 
 def test_vsi_replicates_equal_the_definition():
@@ -271,7 +309,7 @@ def test_vsi_replicates_equal_the_definition():
     rep = ev.replicates(counts)
     low = ev.vsi[rows] < spec.VSI_INSENSITIVE
     assert rep["insensitive_fraction"][0] == pytest.approx(low.mean())
-    terms = (ev.probe_correct - ev.changed)[rows][low]
+    terms = (ev.probe_correct - ev.changed)[rows][ev.pool[rows]]
     assert rep["gap"][0] == pytest.approx(terms.mean())
 
 

@@ -17,6 +17,7 @@ from benchc.metrics import (
     vsi_full,
     vsi_topk,
 )
+from benchc.metrics.vsi import matched_control, vsi_distribution
 
 logits = hnp.arrays(np.float64, (3, 12), elements=st.floats(-15, 15))
 
@@ -121,22 +122,47 @@ def test_probe_bad_input():
         probe_accuracy(np.ones((6, 3)), bad)
 
 
-def test_encoder_llm_gap_uses_the_low_vsi_subset_only():
+def test_encoder_llm_gap_follows_the_paper_protocol_on_the_pool():
     rng = np.random.default_rng(1)
     clean, pert = _views(rng, 40, 6, 4.0)
-    vsi = np.r_[np.full(30, 0.01), np.full(10, 1.0)]
+    vsi = np.r_[np.full(30, 0.01), np.linspace(2.0, 1.0, 10)]
     top_c = np.zeros(40, int)
     top_p = np.r_[np.zeros(27, int), np.ones(3, int), np.ones(10, int)]  # 3/30 change when low
     gap = encoder_llm_gap(vsi, clean, pert, top_c, top_p)
     assert gap.n == 30 and gap.change_rate == pytest.approx(0.1)
-    # the probe is fitted over all 40 images and read on the 30 low-VSI ones
-    assert gap.probe_accuracy == pytest.approx(gap.probe.correct[:30].mean())
-    assert gap.gap == pytest.approx(gap.probe_accuracy - 0.1)
-    small = encoder_llm_gap(np.r_[np.full(3, 0.0), np.ones(37)], clean, pert, top_c, top_p)
-    assert small.n == 3 and small.probe is not None
-    assert small.gap == pytest.approx(small.probe.correct[:3].mean())
+    # the probe is fitted on the 30 pool images alone (App. A.4), its fold std reported
+    on_pool = probe_accuracy(clean[:30], pert[:30])
+    assert gap.probe_accuracy == pytest.approx(on_pool.accuracy)
+    assert gap.probe.fold_std == pytest.approx(on_pool.fold_std)
+    assert gap.gap == pytest.approx(gap.probe_accuracy - gap.change_rate)
+    # the matched control: as many of the most sensitive samples as the pool holds (all 10)
+    assert gap.control_probe.accuracy == pytest.approx(
+        probe_accuracy(clean[30:], pert[30:]).accuracy
+    )
+    assert gap.control_change_rate == 1.0
+    # a pool fixed by another model is read as given
+    fixed = np.r_[np.ones(10, bool), np.zeros(30, bool)]
+    other = encoder_llm_gap(np.ones(40), clean, pert, top_c, top_p, pool=fixed)
+    assert other.n == 10 and other.change_rate == 0.0
+    assert other.probe_accuracy == pytest.approx(probe_accuracy(clean[:10], pert[:10]).accuracy)
+    few = encoder_llm_gap(np.r_[np.full(3, 0.0), np.ones(37)], clean, pert, top_c, top_p)
+    assert few.n == 3 and few.probe is None and np.isnan(few.gap)  # 3 images, 5 folds
     none_low = encoder_llm_gap(np.ones(40), clean, pert, top_c, top_p)
     assert none_low.n == 0 and np.isnan(none_low.gap)
+
+
+def test_matched_control_takes_the_most_sensitive_outside_the_pool():
+    vsi = np.array([0.01, 0.02, 5.0, 3.0, 3.0, 0.5, 9.0])
+    pool = vsi < 0.05
+    want = [False, False, True, False, False, False, True]
+    np.testing.assert_array_equal(matched_control(vsi, pool), want)
+    # ties: the lower index first
+    np.testing.assert_array_equal(
+        matched_control(
+            np.array([0.0, 0.0, 0.0, 3.0, 3.0, 3.0]), np.r_[True, True, False, False, False, False]
+        ),
+        [False, False, False, True, True, False],
+    )
 
 
 def test_repeated_images_share_a_fold_so_the_probe_cannot_recall_them():
@@ -186,3 +212,22 @@ def test_chunked_vsi_equals_unchunked_and_names_the_global_row():
     b[7, 4] = np.nan
     with pytest.raises(ValueError, match=r"logp_perturbed\[7, 4\]"):
         vsi_full(a, b, chunk_rows=3)
+
+
+def test_vsi_distribution_is_table_1():
+    import diptest
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+
+    rng = np.random.default_rng(7)
+    vsi = np.r_[rng.lognormal(-6, 1, 60), rng.lognormal(0.5, 0.5, 140)]
+    d = vsi_distribution(vsi)
+    assert d.n == 200 and d.median == pytest.approx(np.median(vsi))
+    assert d.below_001 == pytest.approx(np.mean(vsi < 0.01))
+    assert d.below_005 == pytest.approx(np.mean(vsi < 0.05))
+    x = np.log10(vsi)[:, None]
+    assert d.dip_p == pytest.approx(diptest.diptest(x[:, 0])[1])
+    labels = KMeans(2, n_init=10, random_state=42).fit_predict(x)
+    assert d.silhouette == pytest.approx(silhouette_score(x, labels))
+    assert d.dip_p < 0.05 < vsi_distribution(rng.lognormal(0, 1, 200)).dip_p  # two modes vs one
+    assert np.isnan(vsi_distribution(np.ones(10)).silhouette)

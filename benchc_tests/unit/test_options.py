@@ -37,6 +37,7 @@ EXAMPLES = {
     "--report": ("out", "rootdir/out"),
     "--per-sample": (None, True),
     "--region-locator": ("foreground", "foreground"),
+    "--vsi-support": ("full", "full"),
     "--lenient": (None, True),
     "--allow-outside-root": (None, True),
     "--lock-timeout": ("2.5", 2.5),

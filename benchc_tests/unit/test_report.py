@@ -13,9 +13,6 @@ import pytest
 from benchc import spec
 from benchc.gates import Figure, Payload
 from benchc.metrics import (
-    auroc_vsi,
-    brier,
-    ece,
     encoder_llm_gap,
     insensitive_fraction,
 )
@@ -101,20 +98,57 @@ def test_component_plane_is_the_pairs(run_dir, doc):
 
 def test_vsi_block_is_the_vsi_metrics(run_dir, doc):
     run = read_run(run_dir)
-    a, g = run.vsi, run.grid
+    a = run.vsi
     v = doc["series"][0]["vsi"]
-    assert close(v["insensitive_fraction"], insensitive_fraction(a["vsi"]))
+    assert v["support"] == "top50" and v["variants"]["top50"]["gated"]
+    assert close(v["insensitive_fraction"], insensitive_fraction(a["vsi_top50"]))
     gap = encoder_llm_gap(
-        a["vsi"], a["features_clean"], a["features_blur"], a["top1_clean"], a["top1_blur"]
+        a["vsi_top50"], a["features_clean"], a["features_blur"], a["top1_clean"], a["top1_blur"]
     )
     assert close(v["gap"]["gap"], gap.gap) and close(v["gap"]["change_low"], gap.change_rate)
-    assert v["gap"]["n_low"] == gap.n
-    # the probe accuracy the gap uses: read on the low-VSI subset, not over every sample
+    assert v["gap"]["n_low"] == gap.n and v["gap"]["pool"] == "own"
     assert close(v["gap"]["probe_low"], gap.probe_accuracy)
-    assert close(v["signals"]["auroc_vsi"], auroc_vsi(~g.correct_clean, a["vsi"]))
-    assert close(v["signals"]["ece"], ece(g.conf_clean, g.correct_clean))
-    assert close(v["signals"]["brier"], brier(g.conf_clean, g.correct_clean))
-    assert v["values"] == [pytest.approx(x, abs=1e-6) for x in a["vsi"]]
+    assert close(v["gap"]["probe_low_std"], gap.probe.fold_std)
+    assert close(v["gap"]["probe_high"], gap.control_probe.accuracy)
+    assert close(v["gap"]["change_high"], gap.control_change_rate)
+    # Table 2 adds up: probe - change = gap
+    assert v["gap"]["probe_low"] - v["gap"]["change_low"] == pytest.approx(v["gap"]["gap"])
+    assert v["values"] == [pytest.approx(x, abs=1e-6) for x in a["vsi_top50"]]
+
+
+def test_vsi_table3_is_sklearn_on_the_vsi_pass_answers(run_dir, doc):
+    """Table 3 recomputed from the stored arrays with scikit-learn and numpy directly."""
+    from scipy.stats import zscore
+    from sklearn.metrics import roc_auc_score
+
+    run = read_run(run_dir)
+    a = run.vsi
+    t3 = doc["series"][0]["vsi"]["signals"]
+    x = a["option_logits"].astype(np.float64)
+    p = np.exp(x - x.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    correct = p.argmax(axis=1) == run.vsi_answers
+    conf = p.max(axis=1)
+    risks = {
+        "max_prob": -conf,
+        "vsi_region": -a["vsi_top50"],
+        "vsi_whole": -a["vsi_whole_top50"],
+        "hybrid": zscore(-a["vsi_top50"]) + zscore(-a["vsi_whole_top50"]),
+    }
+    assert t3["n"] == len(correct) and close(t3["accuracy"], correct.mean())
+    for key, risk in risks.items():
+        row = t3["signals"][key]
+        assert row["auroc"] == pytest.approx(roc_auc_score(~correct, risk), abs=1e-12)
+        lo, hi = row["auroc_ci"]
+        assert lo < row["auroc"] < hi
+        assert row["prr80"] is not None and row["prr80_ci"][0] < row["prr80_ci"][1]
+    assert t3["best"] == max(risks, key=lambda k: t3["signals"][k]["auroc"])
+    bins = np.minimum((conf * 10).astype(int), 9)
+    ece = sum(abs(correct[bins == b].sum() - conf[bins == b].sum()) for b in range(10)) / len(conf)
+    assert t3["ece"] == pytest.approx(ece) and t3["brier"] == pytest.approx(
+        np.mean((conf - correct) ** 2)
+    )
+    assert t3["reliability"]["count"] == np.bincount(bins, minlength=10).tolist()
 
 
 def _svg_texts(svg: str) -> list[str]:
@@ -345,7 +379,8 @@ def test_grid_run_and_separate_vsi_run_are_one_report(tmp_path, dataset):
     assert main(["report", str(results), "--out", str(tmp_path / "o"), "--no-images"]) == 0
     doc = json.loads((tmp_path / "o" / f"toy-vlm-{grid.name}" / "report.json").read_text())
     v = doc["series"][0]["vsi"]
-    assert v["n"] == 30 and v["signals"] is None  # no shared samples: no option answers
+    # the VSI set's own clean option answers score its error signals (no shared samples needed)
+    assert v["n"] == 30 and v["signals"]["n"] == 30
     assert len(list((tmp_path / "o").iterdir())) == 2
 
 

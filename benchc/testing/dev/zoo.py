@@ -134,13 +134,11 @@ def family_fragility(ev: GridEvidence, strength: float, family: str = "blur") ->
 def vision_ignoring_vsi(ev: VSIEvidence, strength: float, seed: int = 0) -> VSIEvidence:
     """Output form of :func:`vision_ignoring` for the VSI gates: on a ``strength`` share of the
     samples the answer stops reacting to the blur (VSI x 1e-3, argmax unchanged) while the tower
-    still separates the views (probe correctness kept)."""
+    still separates the views (probe correctness kept). The pool stays the baseline's
+    (docs/spec.md §5), so the gap reads the hit pool samples whose answer stopped moving."""
     hit = np.random.default_rng([seed, 0x16]).random(len(ev.ids)) < strength
-    return VSIEvidence(
-        ev.ids,
-        np.where(hit, ev.vsi * 1e-3, ev.vsi),
-        np.where(hit, 0.0, ev.changed),
-        ev.probe_correct,
+    return ev.replaced(
+        vsi=np.where(hit, ev.vsi * 1e-3, ev.vsi), changed=np.where(hit, 0.0, ev.changed)
     )
 
 
@@ -149,8 +147,8 @@ def argmax_frozen_vsi(ev: VSIEvidence, strength: float, seed: int = 0) -> VSIEvi
     answer still moved under the blur, a ``strength`` share stop moving (argmax change -> 0)
     while the tower separates the views as before. VSI is kept, so the gap's subset is too."""
     rng = np.random.default_rng([seed, 0xF0])
-    hit = ev.low & (ev.changed > 0) & (rng.random(len(ev.ids)) < strength)
-    return VSIEvidence(ev.ids, ev.vsi, np.where(hit, 0.0, ev.changed), ev.probe_correct)
+    hit = ev.pool & (ev.changed > 0) & (rng.random(len(ev.ids)) < strength)
+    return ev.replaced(changed=np.where(hit, 0.0, ev.changed))
 
 
 @dataclass(frozen=True)
