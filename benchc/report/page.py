@@ -7,12 +7,14 @@ from disk and as a CI artifact. Sections carry ``class="report-section"`` and fi
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any
 
 from benchc.metrics.figures import table2_figures
+from benchc.report.fmt import e, f
 from benchc.report.plots import PLOTS, STATE_LABELS
+from benchc.report.vsi_page import lacks as _lacks
+from benchc.report.vsi_page import vsi_tables
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1b1b1b}
@@ -52,19 +54,9 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("severity", "Severity trajectories per family (Bench-C Fig. 7)"),
     ("plane", "RAS component plane and sign regimes (Bench-C Fig. 5, Table IV)"),
     ("trajectories", "Trajectory composition (Bench-C Fig. 6)"),
-    ("vsi", "Visual sensitivity (VSI Fig. 1, Fig. 2 / Table 2)"),
+    ("vsi", "Visual sensitivity (VSI Tables 1-3, Fig. 1, Fig. 2)"),
     ("drilldown", "Samples that moved most"),
 )
-
-
-def e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def f(x: Any, digits: int = 3, signed: bool = False) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
 
 
 # -- sections ----------------------------------------------------------------------------------
@@ -153,7 +145,7 @@ def _table2(doc: dict[str, Any]) -> str:
     series = [s for s in doc["series"] if s.get("table2")]
     for s in series:
         cells = []
-        for key in (f.key for f in table2_figures()):
+        for key in (fig.key for fig in table2_figures()):
             x = s["table2"].get(key)
             digits = 1 if key == "mixed_cell_rate" else 3
             if x is None or x.get("value") is None:
@@ -167,7 +159,7 @@ def _table2(doc: dict[str, Any]) -> str:
         )
     if len(series) > 1:
         a, cells = series[0]["table2"], []
-        for key in (f.key for f in table2_figures()):
+        for key in (fig.key for fig in table2_figures()):
             x, y = a.get(key), series[1]["table2"].get(key)
             ok = x and y and x.get("value") is not None and y.get("value") is not None
             cells.append(f"<td>{f(x['value'] - y['value'], signed=True) if ok else 'n/a'}</td>")
@@ -256,46 +248,6 @@ def _regimes(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _signals(doc: dict[str, Any]) -> str:
-    rows = [
-        '<table id="vsi-signals"><tr><th class="l">series</th><th>n</th><th>median VSI</th>'
-        "<th>insensitive</th><th>probe acc (low)</th><th>Δargmax (low)</th><th>gap</th>"
-        "<th>AUROC_VSI</th><th>PRR@80</th><th>ECE</th><th>Brier</th></tr>"
-    ]
-    for s in doc["series"]:
-        v = s.get("vsi")
-        if not v:
-            continue
-        sig, gap = v.get("signals") or {}, v["gap"]
-        ins = v.get("insensitive_fraction")
-        n = v.get("n")
-        rows.append(
-            f'<tr><td class="l">{e(s["label"])}</td><td>{"n/a" if n is None else int(n)}</td>'
-            f"<td>{f(v.get('median'), 4)}</td>"
-            f"<td>{'n/a' if ins is None else f'{100 * ins:.1f}%'}</td>"
-            f"<td>{f(gap.get('probe_low'))}</td><td>{f(gap.get('change_low'))}</td>"
-            f"<td>{f(gap.get('gap'), signed=True)}</td><td>{f(sig.get('auroc_vsi'))}</td>"
-            f"<td>{f(sig.get('prr80'))}</td><td>{f(sig.get('ece'))}</td>"
-            f"<td>{f(sig.get('brier'))}</td></tr>"
-        )
-    rows.append(
-        '</table><p class="note">Errors and confidences are the clean option '
-        "answer's; AUROC_VSI scores errors by −VSI, PRR@80 rejects by −VSI.</p>"
-    )
-    rows.append(_lacks(doc))
-    return "\n".join(rows)
-
-
-def _lacks(doc: dict[str, Any]) -> str:
-    """One line per series that could not give everything (server runs: no tower, top-k
-    VSI, no VSI), so a gap in the page is explained, never silent."""
-    return "".join(
-        f'<p class="note missing">{e(s["label"])} lacks: {e("; ".join(s["missing"]))}</p>'
-        for s in doc["series"]
-        if s.get("missing")
-    )
-
-
 def _bars(p: Sequence[float | None], answer: int, pred: int, cls: str) -> list[str]:
     return [
         f'<span><span class="bar {cls}" style="width:{max(1, round(60 * (x or 0)))}px"></span> '
@@ -371,7 +323,7 @@ def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None 
         "plane_after": _regimes(doc),
         "trajectories": _missing(doc, "trajectories"),
         "plane": _missing(doc, "plane"),
-        "vsi": _signals(doc),
+        "vsi": vsi_tables(doc),
         "drilldown": _drilldown(doc, drill_note),
     }
     meta = " · ".join(

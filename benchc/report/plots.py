@@ -383,8 +383,9 @@ def vsi_distribution(doc: dict[str, Any], threshold: float) -> str:
 
 
 def vsi_gap(doc: dict[str, Any]) -> str:
-    """Probe accuracy vs argmax change rate on the low-VSI subset, with the high-VSI control
-    and the encoder-LLM gap (VSI Fig. 2 / Table 2), one group per series."""
+    """Probe accuracy vs argmax change rate on the low-VSI pool, with the matched high-VSI
+    control and the encoder-LLM gap bracket (VSI Fig. 2 / Table 2), one group per series: the
+    bracket spans exactly the two bars it subtracts."""
     plt = _plt()
     blocks = [s for s in doc["series"] if s.get("vsi")]
     fig, ax = plt.subplots(figsize=(1.6 + 1.9 * max(1, len(blocks)), 2.8))
@@ -401,7 +402,7 @@ def vsi_gap(doc: dict[str, Any]) -> str:
             val = gap.get(key)
             if val is None:
                 continue
-            err = gap.get("probe_low_std") if key == "probe_low" else None
+            err = gap.get(f"{key}_std") if key.startswith("probe") else None
             ax.bar(
                 g + (k - 1.5) * width,
                 val,
@@ -438,8 +439,36 @@ def vsi_gap(doc: dict[str, Any]) -> str:
     ax.set_ylim(0, 1.05)
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=6, loc="upper right")
-    fig.suptitle("Encoder-LLM disconnect on the low-VSI subset (VSI Fig. 2 / Table 2)", fontsize=9)
+    fig.suptitle("Encoder-LLM disconnect on the low-VSI pool (VSI Fig. 2 / Table 2)", fontsize=9)
     return _svg(fig, "vsi-gap")
+
+
+def reliability(doc: dict[str, Any]) -> str:
+    """Accuracy against max-prob confidence in 10 equal-width bins (VSI Fig. 9), one line per
+    series with Table 3, marker area by bin count; the diagonal is perfect calibration."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(3.6, 3.2))
+    ax.plot([0, 1], [0, 1], color="#999", lw=0.8, ls="--", label="calibrated")
+    for i, s in enumerate(doc["series"]):
+        t = (s.get("vsi") or {}).get("signals")
+        if not t:
+            continue
+        r = t["reliability"]
+        pts = [(c, a, n) for c, a, n in zip(r["confidence"], r["accuracy"], r["count"],
+                                            strict=True) if n]  # fmt: skip
+        st = _style(i)
+        xs, ys, ns = zip(*pts, strict=True)
+        ax.plot(xs, ys, color=st["color"], ls=st["linestyle"], lw=st["linewidth"],
+                label=f"{s['label']} (ECE {t['ece']:.3f})")  # fmt: skip
+        ax.scatter(xs, ys, s=[8 + 60 * n / max(ns) for n in ns], color=st["color"], zorder=3)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("max-prob confidence", fontsize=7)
+    ax.set_ylabel("accuracy", fontsize=7)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=6, loc="upper left")
+    fig.suptitle("Reliability of max-prob (VSI Fig. 9)", fontsize=9)
+    return _svg(fig, "vsi-reliability")
 
 
 #: Figure id -> (section, caption, renderer). The page draws them in this order.
@@ -484,8 +513,14 @@ PLOTS: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
     ),
     "vsi-gap": (
         "vsi",
-        "Own-tower probe accuracy vs argmax change rate; hatched: a baseline from snapshots.",
+        "Own-tower probe accuracy vs argmax change rate on the low-VSI pool and its matched "
+        "high-VSI control (error bars: 5-fold std); hatched: a baseline from snapshots.",
         vsi_gap,
+    ),
+    "vsi-reliability": (
+        "vsi",
+        "Accuracy per max-prob bin of the VSI pass's clean option answers.",
+        reliability,
     ),
 }
 
