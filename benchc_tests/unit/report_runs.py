@@ -116,32 +116,43 @@ def verdict(scope: str, figure: str, status: str, **kw) -> dict:
 
 
 def make_sampling_run(
-    root: Path, white_box_run: Path, *, n_samples: int = 20, seed: int = 1
+    root: Path,
+    white_box_run: Path,
+    *,
+    n_samples: int = 20,
+    seed: int = 1,
+    rows: np.ndarray | None = None,
+    model: str | None = None,
 ) -> Path:
     """The sampling proxy (docs/spec.md §3) of a stored white-box run's model: per sample and
     condition, ``n_samples`` replies drawn from the run's option distribution, Jeffreys-smoothed
-    counts as log p, stored under an ``openai:`` fingerprint without log-probs."""
+    counts as log p, stored under an ``openai:`` fingerprint without log-probs. ``rows``: the
+    white-box run's samples it holds, in this order (default all); ``model``: another served
+    model name (default the white-box run's)."""
     from benchc.results.reader import read_run
     from benchc.results.store import load_npz
 
     white = read_run(white_box_run)
     rng = np.random.default_rng(seed)
+    rows = np.arange(len(white.ids)) if rows is None else np.asarray(rows)
+    model = model or white.model_name
     key = RunKey(
         model_fingerprint=(
-            f"openai:{white.model_name}@http://127.0.0.1:8000/v1:n{n_samples}:t1.0:"
-            f"{spec.PROMPT_VERSION}:chat-1:parse-1:seed0"
+            f"openai:{model}@http://127.0.0.1:8000/v1:n{n_samples}:t1.0:"
+            f"{spec.PROMPT_VERSION}:chat-1:letter-parser-2:seed0"
         ),
-        dataset_fingerprint=str(white.manifest["dataset_fingerprint"]),
+        dataset_fingerprint=f"{white.manifest['dataset_fingerprint']}-{len(rows)}",
         settings={"image_size": None, "seed": 0},
-        model_name=white.model_name,
+        model_name=model,
         dataset_name=white.dataset_name,
     )
     store = ResultStore(root, key)
-    store.save(SAMPLES, load_npz(white.path / f"{SAMPLES}.npz"))
-    store.write_manifest({"model_spec": f"openai:{white.model_name}@http://127.0.0.1:8000/v1"})
-    k = white.n_options
+    table = load_npz(white.path / f"{SAMPLES}.npz")
+    store.save(SAMPLES, {name: np.asarray(a)[rows] for name, a in table.items()})
+    store.write_manifest({"model_spec": f"openai:{model}@http://127.0.0.1:8000/v1"})
+    k = white.n_options[rows]
     for name in [spec.CLEAN, *white.cells]:
-        logits = load_npz(white.path / f"{name}.npz")["option_logits"].astype(np.float64)
+        logits = load_npz(white.path / f"{name}.npz")["option_logits"].astype(np.float64)[rows]
         out = np.full_like(logits, np.nan)
         for i, row in enumerate(logits):
             p = np.exp(row[: k[i]] - row[: k[i]].max())
