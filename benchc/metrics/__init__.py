@@ -54,6 +54,7 @@ from benchc.metrics.signals import (
     brier,
     ece,
     prr,
+    spearman_bootstrap_ci,
     spearman_permutation,
     zscore_hybrid,
 )
@@ -154,6 +155,7 @@ __all__ = [
     "select",
     "selector_dispersion",
     "sign_regime",
+    "spearman_bootstrap_ci",
     "spearman_permutation",
     "split_conditions",
     "state_attribution",

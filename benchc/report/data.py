@@ -12,7 +12,9 @@ blocks ``table2`` ({figure: {value, se}}), ``cells`` ({figure: {cell key: value}
 Table 2 and the error signals); a block a series cannot supply is ``null``.
 ``axes``: ``corruptions``, ``severities``, ``families``. ``verdicts``: ``available``, ``note``,
 ``items`` (the gate verdict dicts, failures first), ``counts``, ``record_command``.
-``drilldown``: the samples that moved most. Undefined numbers are ``null``, never 0.
+``drilldown``: the samples that moved most. A compare page adds ``agreement``
+(:mod:`benchc.report.agreement`: ``vsi`` rank agreement, Bench-C ``table_vi`` and ``table_v``).
+Undefined numbers are ``null``, never 0.
 """
 
 from __future__ import annotations

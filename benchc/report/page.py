@@ -57,6 +57,10 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("vsi", "Visual sensitivity (VSI Tables 1-3, Fig. 1, Fig. 2)"),
     ("drilldown", "Samples that moved most"),
 )
+#: A compare page's extra section, right after Table II.
+AGREEMENT = ("agreement", "Cross-run agreement (VSI Sec. 2.3, Bench-C Tables VI and V)")
+#: Table VI column headers, by metric.
+TABLE_VI_HEADS = {"accuracy": "Abs.", "d_acc": "ΔAcc", "relative_robustness": "Rel.", "ras": "RAS"}
 
 
 # -- sections ----------------------------------------------------------------------------------
@@ -248,6 +252,105 @@ def _regimes(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _p(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2g}"
+
+
+def _vsi_agreement(v: dict[str, Any]) -> str:
+    out = ["<h3>VSI rank agreement (VSI Sec. 2.3, App. B.2)</h3>"]
+    if v["pairs"]:
+        out.append(
+            '<table id="vsi-agreement"><tr><th class="l">runs</th><th>shared n</th>'
+            "<th>Spearman ρ</th><th>95% CI</th><th>p</th><th>low-VSI Jaccard</th>"
+            '<th>low a / b</th><th class="l">note</th></tr>'
+        )
+        for q in v["pairs"]:
+            ci = q.get("ci")
+            out.append(
+                f'<tr><td class="l">{e(q["a"])} vs {e(q["b"])}</td><td>{q["n_shared"]}</td>'
+                f"<td>{f(q['rho'], signed=True)}</td>"
+                f"<td>{'n/a' if not ci else f'[{f(ci[0])}, {f(ci[1])}]'}</td>"
+                f"<td>{_p(q['p_value'])}</td><td>{f(q['jaccard_low'])}</td>"
+                f"<td>{q['n_low_a']} / {q['n_low_b']}</td>"
+                f'<td class="l">{e(q.get("note") or "")}</td></tr>'
+            )
+        out.append("</table>")
+    out.append(
+        f'<p class="note">{e(v["note"]) + ". " if v.get("note") else ""}Per-sample VSI '
+        "matched by sample id; p: two-sided permutation test over pairings "
+        f"({v['n_permutations']:,} shuffles, seed {v['permutation_seed']}); CI: percentile "
+        f"bootstrap over the shared ids (B = {v['n_boot']}, seed {v['bootstrap_seed']}); "
+        f"low VSI: VSI &lt; {v['low_vsi']:g}.</p>"
+    )
+    return "".join(out)
+
+
+def _table_vi(t: dict[str, Any]) -> str:
+    out = ["<h3>Rank mismatch across metrics (Bench-C Table VI)</h3>"]
+    if t["available"]:
+        heads = "".join(f"<th>{e(TABLE_VI_HEADS.get(m, m))}↑</th>" for m in t["metrics"])
+        out.append(f'<table id="table6"><tr><th class="l">run</th>{heads}</tr>')
+        ref = t["metrics"].index(t["reference"])
+        for i, name in enumerate(t["models"]):
+            cells = []
+            for j in range(len(t["metrics"])):
+                rank, dr = t["ranks"][i][j], t["shift"][i][j]
+                sup = f"{rank}" if j == ref else f"{rank}, {dr:+d}"
+                tone = (
+                    ""
+                    if j == ref or not dr
+                    else (' style="color:#b00"' if dr > 0 else ' style="color:#00b"')
+                )
+                cells.append(f"<td{tone}>{f(t['scores'][i][j], signed=True)}<sup>{sup}</sup></td>")
+            out.append(f'<tr><td class="l">{e(name)}</td>{"".join(cells)}</tr>')
+        out.append(
+            '</table><p class="note">Rows in RAS order; superscripts: rank (1 best) and '
+            "Δr = r_RAS − r_m (red: the metric ranks the run higher than RAS does).</p>"
+        )
+    if t.get("note"):
+        out.append(f'<p class="note">{e(t["note"])}</p>')
+    return "".join(out)
+
+
+def _table_v(t: dict[str, Any]) -> str:
+    out = ["<h3>Logit vs sampling RAS (Bench-C Table V)</h3>"]
+    for q in t["pairs"]:
+        if "logit_row" not in q:
+            out.append(f'<p class="note">{e(q["logit"])} vs {e(q["sampling"])}: {e(q["note"])}</p>')
+            continue
+        out.append(
+            '<table class="table5"><tr><th class="l">run</th><th>samples</th><th>Acc<sup>(o)'
+            "</sup>↑</th><th>ΔAcc↑</th><th>RAS↑</th></tr>"
+        )
+        for lab, kind, row in (
+            (q["logit"], q["logit_access"], q["logit_row"]),
+            (q["sampling"], "sampling", q["sampling_row"]),
+        ):
+            out.append(
+                f'<tr><td class="l">{e(lab)} <span class="se">{e(kind)}</span></td>'
+                f"<td>{e(row['samples'])}</td><td>{f(row['acc_clean'])}</td>"
+                f"<td>{f(row['d_acc'], signed=True)}</td><td>{f(row['ras'], signed=True)}</td></tr>"
+            )
+        d = q["difference"]
+        out.append(
+            f'<tr><td class="l">sampling − logit</td><td></td><td>{f(d["acc_clean"], signed=True)}'
+            f"</td><td>{f(d['d_acc'], signed=True)}</td><td>{f(d['ras'], signed=True)}</td></tr>"
+            f'</table><p class="note">{e(q["model"])} on {q["n_shared"]} shared samples and '
+            f"{len(q['corruptions'])} × {len(q['severities'])} shared cells; clean top-1 "
+            f"agreement {f(q['top1_agreement'])}, Spearman ρ of cell RAS "
+            f"{f(q['cell_ras_rho'], signed=True)}.</p>"
+        )
+    if t.get("note"):
+        out.append(f'<p class="note">{e(t["note"])}</p>')
+    out.append(f'<p class="note">Pairing: {e(t["rule"])}.</p>')
+    return "".join(out)
+
+
+def _agreement(doc: dict[str, Any]) -> str:
+    a = doc["agreement"]
+    return _vsi_agreement(a["vsi"]) + _table_vi(a["table_vi"]) + _table_v(a["table_v"])
+
+
 def _bars(p: Sequence[float | None], answer: int, pred: int, cls: str) -> list[str]:
     return [
         f'<span><span class="bar {cls}" style="width:{max(1, round(60 * (x or 0)))}px"></span> '
@@ -326,13 +429,17 @@ def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None 
         "vsi": vsi_tables(doc),
         "drilldown": _drilldown(doc, drill_note),
     }
+    sections = list(SECTIONS)
+    if doc.get("agreement"):
+        extra[AGREEMENT[0]] = _agreement(doc)
+        sections.insert(2, AGREEMENT)
     meta = " · ".join(
         f"{e(s['label'])}: {e(s['model'])} on {e(s['dataset'])} (n={e(s['n'])}, {e(s['kind'])})"
         for s in doc["series"]
     )
-    nav = "".join(f'<a href="#{key}">{e(title.split(" (")[0])}</a>' for key, title in SECTIONS)
+    nav = "".join(f'<a href="#{key}">{e(title.split(" (")[0])}</a>' for key, title in sections)
     body = []
-    for key, title in SECTIONS:
+    for key, title in sections:
         parts = [extra.get(key, ""), *by_section.get(key, [])]
         if key == "plane":
             parts.append(extra["plane_after"])

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchc.report import agreement, data, drill, page, plots
 from benchc.report import baseline as snap
-from benchc.report import data, drill, page, plots
 from benchc.results.reader import StoredRun, read_run
 from benchc.results.store import atomic_write_text
 
@@ -113,8 +113,11 @@ def compare_runs(
     images: bool = True,
     n_boot: int = data.N_BOOT,
     vsi_dirs: Sequence[Path | None] | None = None,
+    n_permutations: int = agreement.PERMUTATION_RESAMPLES,
 ) -> Path:
-    """The same page for two or more stored runs side by side (the first sets the grid)."""
+    """The same page for two or more stored runs side by side (the first sets the grid), with
+    their cross-run agreement (:mod:`benchc.report.agreement`; ``n_permutations``: the VSI
+    permutation test's shuffles, the paper's 10^5 unless a test asks for fewer)."""
     if len(run_dirs) < 2:
         raise ValueError("compare needs at least two runs")
     vsi_dirs = list(vsi_dirs) if vsi_dirs is not None else [None] * len(run_dirs)
@@ -128,4 +131,6 @@ def compare_runs(
         drilldown=items,
         n_boot=n_boot,
     )
+    labels = [sr["label"] for sr in doc["series"][: len(runs)]]
+    doc["agreement"] = agreement.block(runs, labels, n_resamples=n_permutations)
     return _write(doc, out_dir, note)

@@ -37,16 +37,18 @@ def make_run(
     corruptions: tuple[str, ...] = CORRUPTIONS,
     severities: tuple[int, ...] = SEVERITIES,
     vsi: bool = True,
+    fingerprint: str | None = None,
 ) -> Path:
     """A stored run of a random 'model' on ``dataset_dir``; ``damp`` > 0 makes corruptions
-    hurt more (a worse checkpoint). Returns the run folder."""
+    hurt more (a worse checkpoint); ``fingerprint`` replaces the made-up model fingerprint
+    (e.g. an ``hf:`` one, for a white-box run). Returns the run folder."""
     from benchc.data import load_dataset
 
     ds = load_dataset(dataset_dir)
     n, k_max = len(ds), int(ds.n_options.max())
     rng = np.random.default_rng(seed)
     key = RunKey(
-        model_fingerprint=f"{model}-{seed}-{damp}",
+        model_fingerprint=fingerprint or f"{model}-{seed}-{damp}",
         dataset_fingerprint=ds.fingerprint,
         settings={"image_size": None, "seed": 0},
         model_name=model,
@@ -116,3 +118,52 @@ def verdict(scope: str, figure: str, status: str, **kw) -> dict:
     }
     out.update(kw)
     return out
+
+
+def make_sampling_run(
+    root: Path,
+    white_box_run: Path,
+    *,
+    n_samples: int = 20,
+    seed: int = 1,
+    rows: np.ndarray | None = None,
+    model: str | None = None,
+) -> Path:
+    """The sampling proxy (docs/spec.md §3) of a stored white-box run's model: per sample and
+    condition, ``n_samples`` replies drawn from the run's option distribution, Jeffreys-smoothed
+    counts as log p, stored under an ``openai:`` fingerprint without log-probs. ``rows``: the
+    white-box run's samples it holds, in this order (default all); ``model``: another served
+    model name (default the white-box run's)."""
+    from benchc.results.reader import read_run
+    from benchc.results.store import load_npz
+
+    white = read_run(white_box_run)
+    rng = np.random.default_rng(seed)
+    rows = np.arange(len(white.ids)) if rows is None else np.asarray(rows)
+    model = model or white.model_name
+    key = RunKey(
+        model_fingerprint=(
+            f"openai:{model}@http://127.0.0.1:8000/v1:n{n_samples}:t1.0:"
+            f"{spec.PROMPT_VERSION}:chat-1:letter-parser-2:seed0"
+        ),
+        dataset_fingerprint=f"{white.manifest['dataset_fingerprint']}-{len(rows)}",
+        settings={"image_size": None, "seed": 0},
+        model_name=model,
+        dataset_name=white.dataset_name,
+    )
+    store = ResultStore(root, key)
+    table = load_npz(white.path / f"{SAMPLES}.npz")
+    store.save(SAMPLES, {name: np.asarray(a)[rows] for name, a in table.items()})
+    store.write_manifest({"model_spec": f"openai:{model}@http://127.0.0.1:8000/v1"})
+    k = white.n_options[rows]
+    for name in [spec.CLEAN, *white.cells]:
+        logits = load_npz(white.path / f"{name}.npz")["option_logits"].astype(np.float64)[rows]
+        out = np.full_like(logits, np.nan)
+        for i, row in enumerate(logits):
+            p = np.exp(row[: k[i]] - row[: k[i]].max())
+            counts = rng.multinomial(n_samples, p / p.sum())
+            alpha = spec.JEFFREYS_ALPHA
+            out[i, : k[i]] = np.log((counts + alpha) / (n_samples + alpha * k[i]))
+        mass = np.ones(len(out), np.float32)
+        store.save(name, {"option_logits": out.astype(np.float32), "option_mass": mass})
+    return store.run_dir

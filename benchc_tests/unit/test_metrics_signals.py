@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from scipy import stats
 
 from benchc.metrics import (
     auroc_error,
@@ -17,9 +18,11 @@ from benchc.metrics import (
     prr,
     rank_mismatch,
     rank_table_from_grids,
+    spearman_bootstrap_ci,
     spearman_permutation,
     zscore_hybrid,
 )
+from benchc.metrics.stats import bootstrap_indices
 
 
 @given(hnp.arrays(bool, st.integers(2, 30)))
@@ -127,3 +130,39 @@ def test_rank_table_from_grids():
     t = rank_table_from_grids(grids)
     assert t.metrics == ("accuracy", "d_acc", "relative_robustness", "ras")
     assert set(t.models) == {"a", "b"} and t.ranks[0, 3] == 1
+
+
+def test_spearman_bootstrap_ci_is_scipy_on_the_same_resamples():
+    """Every replicate is scipy's spearmanr on the rows bootstrap_indices draws (ties
+    included), and the bounds are their 2.5 / 97.5 percentiles."""
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 5, 40).astype(float)  # many ties
+    b = a + rng.normal(0, 2, 40)
+    lo, hi = spearman_bootstrap_ci(a, b, n_boot=300, seed=42)
+    reps = [stats.spearmanr(a[i], b[i]).statistic for i in bootstrap_indices(40, 300, 42)]
+    assert (lo, hi) == pytest.approx(tuple(np.percentile(reps, [2.5, 97.5])), abs=1e-12)
+    assert lo < stats.spearmanr(a, b).statistic < hi
+    assert spearman_bootstrap_ci(a, b, n_boot=300, seed=42) == (lo, hi)
+    # scipy's own percentile bootstrap (its own draws) lands close by
+    ref = stats.bootstrap(
+        (a, b),
+        lambda x, y: stats.spearmanr(x, y).statistic,
+        paired=True,
+        vectorized=False,
+        n_resamples=300,
+        method="percentile",
+        rng=np.random.default_rng(0),
+    ).confidence_interval
+    assert lo == pytest.approx(ref.low, abs=0.08) and hi == pytest.approx(ref.high, abs=0.08)
+    with pytest.raises(ValueError, match="at least 3"):
+        spearman_bootstrap_ci(a[:2], b[:2])
+
+
+def test_spearman_permutation_in_batches_is_the_same_test():
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=50)
+    b = a + rng.normal(size=50)
+    whole = spearman_permutation(a, b, n_resamples=2000, seed=42)
+    batched = spearman_permutation(a, b, n_resamples=2000, seed=42, batch=500)
+    assert batched.rho == whole.rho
+    assert batched.p_value == pytest.approx(whole.p_value, abs=0.01)
