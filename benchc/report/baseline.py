@@ -204,11 +204,12 @@ def evidence_vsi(base: SnapshotBaseline) -> dict[str, object] | None:
         return None
     vsi = np.asarray(ev.vsi, dtype=np.float64)
     fig = ev.figures()
+    info = next((p.info for p in base.vsi.values()), {})
     return {
         "n": int(vsi.size),
         "median": _num(np.median(vsi)),
         "insensitive_fraction": _num(fig["insensitive_fraction"]),
         "values": [round(float(v), 6) for v in vsi],
-        "gap": gap_table(ev, "own"),
+        "gap": gap_table(ev, "own", info),
         "signals": None,
     }

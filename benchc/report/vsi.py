@@ -66,20 +66,27 @@ def on_pool(ev: VSIEvidence, ref: VSIEvidence | None) -> tuple[VSIEvidence, str]
     return ev.align(ref.ids).paired_with(ref)[0], "reference"
 
 
-def gap_table(ev: VSIEvidence, pool_source: str) -> dict[str, Any]:
+def gap_table(
+    ev: VSIEvidence, pool_source: str, info: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Table 2 / Fig. 2 from the gates' own figures: probe accuracy (fold std), argmax change
-    and their difference on the pool, and the same on its matched high-VSI control."""
+    and their difference on the pool, and the same on its matched high-VSI control. ``info``:
+    a snapshot's recorded fold stds, for evidence whose probes were fitted when it was
+    recorded."""
     fig = ev.figures()
     pool_probe, control_probe = ev.probes
+    info = info or {}
     return {
         "pool": pool_source,
         "n_low": int(ev.pool.sum()),
         "n_high": int(ev.control.sum()),
         "probe_low": _num(fig["probe_accuracy"]),
-        "probe_low_std": _num(pool_probe.fold_std) if pool_probe else None,
+        "probe_low_std": _num(pool_probe.fold_std if pool_probe else info.get("probe_fold_std")),
         "change_low": _num(fig["argmax_change_rate"]),
         "probe_high": _num(fig["probe_accuracy_high"]),
-        "probe_high_std": _num(control_probe.fold_std) if control_probe else None,
+        "probe_high_std": _num(
+            control_probe.fold_std if control_probe else info.get("probe_high_fold_std")
+        ),
         "change_high": _num(fig["argmax_change_rate_high"]),
         "gap": _num(fig["gap"]),
     }

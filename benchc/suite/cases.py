@@ -89,10 +89,14 @@ def vsi_case(run: SuiteRun, figure: str, *, z_for: ZFor) -> Payload:
 
     arrays = vsi_arrays(run)
     support = run.cfg.vsi_support
+    evidence = vsi_evidence(arrays, run.ids, support)
     info = {**run_info(run), **vsi_info(arrays, run.cfg.region_locator, support)}
+    for key, probe in zip(("probe_fold_std", "probe_high_fold_std"), evidence.probes, strict=True):
+        if probe is not None:  # the fold std the report shows for a baseline from snapshots
+            info[key] = round(probe.fold_std, 6)
     return _payload(
         run,
-        vsi_evidence(arrays, run.ids, support),
+        evidence,
         level="vsi",
         scope="vsi",
         names=[figure],
