@@ -391,6 +391,7 @@ def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None 
     }
     meta = " · ".join(
         f"{e(s['label'])}: {e(s['model'])} on {e(s['dataset'])} (n={e(s['n'])}, {e(s['kind'])})"
+        + (f' from <span class="source">{e(s["source"])}</span>' if s.get("source") else "")
         for s in doc["series"]
     )
     nav = "".join(f'<a href="#{key}">{e(title.split(" (")[0])}</a>' for key, title in SECTIONS)
