@@ -107,7 +107,7 @@ def gate_cells(run: StoredRun, gate: dict[str, Any] | None) -> list[str]:
     gate, no gate, or a scope this grid lacks."""
     if not gate or gate.get("level") not in CELL_LEVELS:
         return []
-    grid = run.cells
+    grid = list(run.cells)
     level, scope = gate["level"], str(gate.get("scope"))
     if level == "cell":
         return [scope] if scope in grid else []
