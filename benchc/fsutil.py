@@ -1,9 +1,12 @@
-"""The one atomic file writer and the one slug rule, shared by the store, the cache and manifests.
+"""The one atomic file writer, the one slug rule and the one rule for showing a path.
 
 Why atomic: a run killed mid-write (SIGKILL, OOM) must never leave a half file that a later
 run or report trusts, so every write goes to a temporary file in the target's folder and is
 renamed into place; on any failure the temporary file is removed. Why one slug: results
-folders, threshold folders and model names must agree on which characters survive.
+folders, threshold folders and model names must agree on which characters survive. Why one
+display rule: a report is read on another machine or attached to CI, so a path under the
+working directory is shown relative to it (no home or runner folder leaks in) and every place
+that shows a path agrees.
 """
 
 from __future__ import annotations
@@ -68,3 +71,18 @@ def slug(text: str, *, max_len: int = SLUG_MAX) -> str:
         digest = hashlib.sha256(str(text).encode("utf-8")).hexdigest()[:8]
         s = f"{s[: max_len - 9].rstrip('.-')}-{digest}"
     return s
+
+
+def display_path(path: str | os.PathLike[str], *, cwd: str | os.PathLike[str] | None = None) -> str:
+    """``path`` as a report shows it: relative to ``cwd`` (default: the working directory) when
+    it lies inside it (``"."`` for ``cwd`` itself), else absolute.
+
+    Compared as written first, then with symlinks resolved (a ``/tmp`` that is a link to
+    ``/private/tmp`` still counts as inside).
+    """
+    base = Path(os.path.abspath(Path.cwd() if cwd is None else cwd))
+    p = Path(os.path.abspath(base / Path(path)))
+    for here, root in ((p, base), (p.resolve(), base.resolve())):
+        if here.is_relative_to(root):
+            return here.relative_to(root).as_posix() or "."
+    return str(p)

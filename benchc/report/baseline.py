@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from benchc import spec
+from benchc.fsutil import display_path
 from benchc.gates import Payload, sidecar
 from benchc.gates.evidence import VSIEvidence
 from benchc.gates.snapshot import model_slug
@@ -53,7 +54,7 @@ def read_snapshots(thresholds_dir: Path, model_name: str) -> SnapshotBaseline | 
     problems: list[str] = []
     for path in sorted(folder.glob("*.json")):
         try:
-            payload = Payload.from_json(path.read_text(encoding="utf-8"), where=str(path))
+            payload = Payload.from_json(path.read_text(encoding="utf-8"), where=display_path(path))
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(f"{path.name}: {exc}")
             continue

@@ -5,9 +5,10 @@ exactly what ``report.json`` holds, and tests check that against :mod:`benchc.me
 Schema (``SCHEMA``; bump the number on any incompatible change):
 
 ``series``: list of one entry per run or baseline (first = the run under report), each with
-``label``, ``kind`` (``run`` | ``baseline``), ``model``, ``dataset``, ``n``, ``source`` and the
-blocks ``table2`` ({figure: {value, se}}), ``cells`` ({figure: {cell key: value}}), ``states``
-(Table III), ``plane`` (Fig. 5), ``regimes`` (Table IV), ``trajectories`` (Fig. 6),
+``label``, ``kind`` (``run`` | ``baseline``), ``model``, ``dataset``, ``n``, ``source`` (the
+folder as :func:`benchc.fsutil.display_path` shows it: relative inside the working directory)
+and the blocks ``table2`` ({figure: {value, se}}), ``cells`` ({figure: {cell key: value}}),
+``states`` (Table III), ``plane`` (Fig. 5), ``regimes`` (Table IV), ``trajectories`` (Fig. 6),
 ``families`` (Fig. 7: {figure: {family: [value per severity]}}), ``vsi`` (VSI Fig. 1, Fig. 2 /
 Table 2 and the error signals); a block a series cannot supply is ``null``.
 ``axes``: ``corruptions``, ``severities``, ``families``. ``verdicts``: ``available``, ``note``,
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from benchc import spec
+from benchc.fsutil import display_path
 from benchc.gates.evidence import VSIEvidence
 from benchc.metrics import (
     REGIMES,
@@ -202,7 +204,7 @@ def _meta(run: StoredRun, label: str) -> dict[str, Any]:
         "model": run.model_name,
         "dataset": run.dataset_name,
         "n": len(run.ids),
-        "source": str(run.path),
+        "source": display_path(run.path),
         "model_fingerprint": run.manifest.get("model_fingerprint"),
         "dataset_fingerprint": run.manifest.get("dataset_fingerprint"),
     }
@@ -261,7 +263,7 @@ def series_from_snapshots(
         "model": any_payload.model,
         "dataset": any_payload.dataset,
         "n": any_payload.n,
-        "source": str(base.folder),
+        "source": display_path(base.folder),
         "table2": snap.table2_from_snapshots(base),
         "cells": cv,
         "states": None,
@@ -371,7 +373,10 @@ def build(
     ]
     if baseline is not None and not baseline.empty and baseline_run is not None:
         b = series_from_run(baseline_run, "baseline", n_boot=n_boot, vsi_ref=ref)
-        b.update(kind="baseline", source=f"{baseline.folder} ({baseline_run.path})")
+        b.update(
+            kind="baseline",
+            source=f"{display_path(baseline.folder)} ({display_path(baseline_run.path)})",
+        )
         if b["vsi"] is None:
             b["vsi"] = snap.evidence_vsi(baseline) or snap.vsi_from_snapshots(baseline)
         series.append(b)
@@ -437,13 +442,14 @@ def _baseline_note(
     if baseline is None:
         return "no threshold snapshots for this model: no baseline overlaid"
     if baseline.empty:
-        return f"no readable snapshots in {baseline.folder}"
+        return f"no readable snapshots in {display_path(baseline.folder)}"
     text = (
-        f"baseline: threshold snapshots in {baseline.folder} ({len(baseline.cells)} cells, "
+        f"baseline: threshold snapshots in {display_path(baseline.folder)} "
+        f"({len(baseline.cells)} cells, "
         f"{len(baseline.model)} model figures, {len(baseline.vsi)} VSI figures)"
     )
     if run is not None:
-        text += f"; per-pair figures from {run.path}"
+        text += f"; per-pair figures from {display_path(run.path)}"
     else:
         text += "; no per-pair arrays (no readable evidence sidecar)"
     if baseline.problems:

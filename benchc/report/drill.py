@@ -2,9 +2,12 @@
 
 Which samples: the gates' own movers first (failing gates first), then the largest drop in
 mean per-sample RAS against the overlaid series (the baseline's evidence, or the second run
-compared), else the lowest mean RAS. Images are regenerated from the dataset with the
-run's seed and image size (the corruptions are deterministic), so the report needs no image
-store; when the dataset is not at hand the drill-down keeps its numbers and says why.
+compared), else the lowest mean RAS. Which cell a card shows: a card there because of a gate
+explains that gate, so it shows the gate's cell (for a family or model gate, the sample's worst
+cell among the gate's cells); only a card tied to no gate shows the sample's worst cell over
+the grid, and every card says which of the two it is. Images are regenerated from the dataset
+with the run's seed and image size (the corruptions are deterministic), so the report needs no
+image store; when the dataset is not at hand the drill-down keeps its numbers and says why.
 """
 
 from __future__ import annotations
@@ -13,15 +16,27 @@ import base64
 import io
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from benchc import spec
-from benchc.report.data import DRILL_SAMPLES, num
+from benchc.fsutil import display_path
+from benchc.report.data import DRILL_SAMPLES, num, verdict_anchor
 from benchc.results.reader import StoredRun
 
 THUMB_PX = 120
+#: Gate levels whose verdict names grid cells (a VSI gate names none: its card is not tied to one).
+CELL_LEVELS = ("cell", "family", "model")
+
+
+class Pick(NamedTuple):
+    """One sample to show, why, and the gate verdict that picked it (None: no gate)."""
+
+    id: str
+    why: str
+    gate: dict[str, Any] | None = None
 
 
 def _mean_ras_by_sample(run: StoredRun) -> np.ndarray:
@@ -47,10 +62,11 @@ def pick_samples(
     other: StoredRun | None = None,
     other_label: str = "the compared run",
     limit: int = DRILL_SAMPLES,
-) -> list[tuple[str, str]]:
-    """``(sample id, why)`` of the samples to show, most important first; ``other`` is the
-    overlaid series (the baseline, or the second run compared), named ``other_label``."""
-    picked: dict[str, str] = {}
+) -> list[Pick]:
+    """The samples to show, most important first, each with the gate that picked it (a mover
+    of that gate) or None; ``other`` is the overlaid series (the baseline, or the second run
+    compared), named ``other_label``."""
+    picked: dict[str, Pick] = {}
     order = {"fail": 0, "improved": 1}
     for v in sorted(verdicts or [], key=lambda v: order.get(str(v.get("status")), 9)):
         if v.get("status") not in order:
@@ -58,12 +74,13 @@ def pick_samples(
         for mover in v.get("movers") or []:
             sid = str(mover[0])
             if sid in run.ids and sid not in picked:
-                picked[sid] = (
+                why = (
                     f"moved most in gate {v.get('label', v.get('figure'))} "
                     f"{v.get('scope')} ({v.get('status')})"
                 )
+                picked[sid] = Pick(sid, why, dict(v))
     if run.grid is None:
-        return list(picked.items())[:limit]
+        return list(picked.values())[:limit]
     current = _mean_ras_by_sample(run)
     ref = mean_ras_by_id(other, run)
     why = f"largest drop in mean RAS vs {other_label}" if ref else "lowest mean RAS over the grid"
@@ -80,8 +97,61 @@ def pick_samples(
     for sid in ranked:
         if len(picked) >= limit:
             break
-        picked.setdefault(sid, why)
-    return list(picked.items())[:limit]
+        picked.setdefault(sid, Pick(sid, why))
+    return list(picked.values())[:limit]
+
+
+def gate_cells(run: StoredRun, gate: dict[str, Any] | None) -> list[str]:
+    """The run's grid cells a gate verdict covers, grouped as the gates group them: a cell
+    gate its cell, a family gate the family's cells, a model gate every cell; none for a VSI
+    gate, no gate, or a scope this grid lacks."""
+    if not gate or gate.get("level") not in CELL_LEVELS:
+        return []
+    grid = list(run.cells)
+    level, scope = gate["level"], str(gate.get("scope"))
+    if level == "cell":
+        return [scope] if scope in grid else []
+    if level == "family":
+        from benchc.suite.payloads import family_cells  # the gates' own grouping
+
+        return family_cells(grid).get(scope, [])
+    return grid
+
+
+def _gate_name(gate: dict[str, Any]) -> str:
+    return f"{gate.get('label') or gate.get('figure')} {gate.get('scope')} ({gate.get('status')})"
+
+
+def shown_cell(run: StoredRun, i: int, gate: dict[str, Any] | None) -> tuple[str, str, str]:
+    """``(cell key, basis, note)`` of the cell a card of sample row ``i`` shows.
+
+    basis ``gate``: the gate's own cell, or for a family / model gate the sample's lowest-RAS
+    cell among the gate's cells; basis ``worst``: the sample's lowest-RAS cell over the grid
+    (a card no cell gate picked). ``note`` says which, in words, for the card.
+    """
+    g = run.grid
+    assert g is not None
+    keys = run.cells  # row-major over (corruption, severity), as the grid's arrays
+    ras = dict(zip(keys, g.ras[i].reshape(-1), strict=True))
+    cells = gate_cells(run, gate)
+
+    def worst(among: Sequence[str]) -> str:
+        # NaN (an undefined pair) never wins; all undefined: the first cell
+        return min(among, key=lambda k: (np.isnan(ras[k]), ras[k] if np.isfinite(ras[k]) else 0))
+
+    if gate and cells:
+        level = gate["level"]
+        if level == "cell":
+            return cells[0], "gate", f"image: the cell of gate {_gate_name(gate)}"
+        where = f"family {gate.get('scope')}" if level == "family" else "the model's grid"
+        return (
+            worst(cells),
+            "gate",
+            f"image: this sample's worst cell in {where}, the cells of gate {_gate_name(gate)}",
+        )
+    why = f"gate {_gate_name(gate)} names no cell" if gate else "not tied to a cell gate"
+    note = f"image: this sample's worst cell over the grid ({why})"
+    return worst(keys), "worst", note
 
 
 def _thumb(array: np.ndarray) -> str:
@@ -104,11 +174,16 @@ def _open_dataset(run: StoredRun):
     try:
         ds = load_dataset(where)
     except Exception as exc:  # any loader error: the numbers stay, the pictures go
-        return None, f"dataset {where} cannot be loaded: {exc}"
+        return None, f"dataset {_shown(where)} cannot be loaded: {exc}"
     want = run.manifest.get("dataset_fingerprint")
     if want and ds.fingerprint != want:
-        return None, f"dataset {where} changed since the run (fingerprint {ds.fingerprint})"
+        return None, f"dataset {_shown(where)} changed since the run (fingerprint {ds.fingerprint})"
     return ds, None
+
+
+def _shown(where: str) -> str:
+    """A dataset spec as the page shows it: a local folder by the one path rule, a name as is."""
+    return display_path(where) if Path(where).exists() else where
 
 
 def _images(run: StoredRun, sample: Any, cell: str) -> dict[str, str]:
@@ -139,13 +214,18 @@ def _images(run: StoredRun, sample: Any, cell: str) -> dict[str, str]:
 
 def drilldown(
     run: StoredRun,
-    picks: Sequence[tuple[str, str]],
+    picks: Sequence[Pick | tuple[str, str]],
     *,
     baseline_ras: dict[str, float] | None = None,
     images: bool = True,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """One entry per picked sample (numbers JSON-able; ``thumbnails`` are data URIs that the
-    page shows and ``report.json`` leaves out), plus a note when images are unavailable."""
+    page shows and ``report.json`` leaves out), plus a note when images are unavailable.
+
+    ``cell`` is the cell the card shows (image, corrupted distribution, RAS; see
+    :func:`shown_cell`), ``cell_basis`` ``gate`` or ``worst`` and ``cell_note`` which in words;
+    ``worst_cell`` stays the sample's worst cell over the grid; ``gate`` names the picking gate.
+    """
     g = run.grid
     if g is None or not picks:
         return [], None
@@ -153,24 +233,38 @@ def drilldown(
     by_id = {s.id: s for s in ds} if ds is not None else {}
     mean_ras = _mean_ras_by_sample(run)
     out = []
-    for sid, why in picks:
+    for pick in picks:
+        sid, why, gate = Pick(*pick)
         i = run.ids.index(sid)
         flat = np.where(np.isnan(g.ras[i]), np.inf, g.ras[i])
         d, l_ = np.unravel_index(int(np.argmin(flat)), flat.shape)
-        cell = spec.condition_key(g.corruptions[d], run.severities[l_])
+        worst = spec.condition_key(g.corruptions[d], run.severities[l_])
+        cell, basis, cell_note = shown_cell(run, i, gate)
+        c, sev = spec.parse_condition(cell)
+        cd, cl = g.corruptions.index(c), list(run.severities).index(sev)
         k = int(g.n_options[i])
         entry: dict[str, Any] = {
             "id": sid,
             "why": why,
             "answer": int(g.answers[i]),
-            "worst_cell": cell,
+            "cell": cell,
+            "cell_basis": basis,
+            "cell_note": cell_note,
+            "ras_cell": num(g.ras[i, cd, cl]),
+            "gate": None
+            if gate is None
+            else {
+                "anchor": verdict_anchor(gate),
+                **{x: gate.get(x) for x in ("level", "scope", "figure", "label", "status")},
+            },
+            "worst_cell": worst,
             "ras_worst": num(g.ras[i, d, l_]),
             "mean_ras": num(mean_ras[i]),
             "baseline_mean_ras": num((baseline_ras or {}).get(sid)),
             "p_clean": [num(x) for x in g.p_clean[i, :k]],
-            "p_corrupted": [num(x) for x in g.p_corrupt[i, d, l_, :k]],
+            "p_corrupted": [num(x) for x in g.p_corrupt[i, cd, cl, :k]],
             "pred_clean": int(g.pred_clean[i]),
-            "pred_corrupted": int(g.pred[i, d, l_]),
+            "pred_corrupted": int(g.pred[i, cd, cl]),
             "question": None,
             "options": None,
         }

@@ -369,20 +369,34 @@ def _drilldown(doc: dict[str, Any], note: str | None) -> str:
     out.append('<div class="cards">')
     for it in items:
         th = it.get("thumbnails")
+        # the cell the card explains: its gate's cell, else the sample's worst (see drill.py)
+        cell, basis = it.get("cell") or it["worst_cell"], it.get("cell_basis") or "worst"
         imgs = ""
         if th:
             imgs = (
                 '<div class="thumbs">'
                 + "".join(
-                    f'<div><img alt="{e(k)} {e(it["id"])}" src="{th[k]}"><br>{e(lab)}</div>'
-                    for k, lab in (
-                        ("clean", "clean"),
-                        ("corrupted", it["worst_cell"]),
-                        ("blurred", "region blur"),
+                    f'<div><img class="thumb-{k}" alt="{e(k)} {e(it["id"])}" src="{th[k]}"'
+                    f"{at}><br>{e(lab)}</div>"
+                    for k, lab, at in (
+                        ("clean", "clean", ""),
+                        ("corrupted", cell, f' data-cell="{e(cell)}"'),
+                        ("blurred", "region blur", ""),
                     )
                 )
                 + "</div>"
             )
+        gate = it.get("gate")
+        link = (
+            f' (<a class="card-gate" href="#{e(gate["anchor"])}">gate row</a>)'
+            if gate and basis == "gate"
+            else ""
+        )
+        which = f'<p class="se cell-note">{e(it.get("cell_note") or "")}{link}</p>'
+        worst = ""
+        if it["worst_cell"] != cell:
+            worst = f"; grid's worst: {e(it['worst_cell'])} {f(it['ras_worst'], signed=True)}"
+        ras_cell = it.get("ras_cell", it["ras_worst"])
         opts = it.get("options") or [f"option {i}" for i in range(len(it["p_clean"]))]
         clean_b = _bars(it["p_clean"], it["answer"], it["pred_clean"], "")
         corr_b = _bars(it["p_corrupted"], it["answer"], it["pred_corrupted"], "x")
@@ -394,12 +408,13 @@ def _drilldown(doc: dict[str, Any], note: str | None) -> str:
         )
         base = it.get("baseline_mean_ras")
         out.append(
-            f'<div class="card" id="sample-{e(it["id"])}"><b>{e(it["id"])}</b> '
-            f'<span class="se">{e(it["why"])}</span>{imgs}'
+            f'<div class="card" id="sample-{e(it["id"])}" data-cell="{e(cell)}" '
+            f'data-cell-basis="{e(basis)}"><b>{e(it["id"])}</b> '
+            f'<span class="se">{e(it["why"])}</span>{imgs}{which}'
             f"<p>{e(it.get('question') or '(question not available)')}</p>"
             f'<div class="opt"><span></span><span></span><span class="se">clean</span>'
-            f'<span class="se">{e(it["worst_cell"])}</span>{grid}</div>'
-            f'<p class="se">RAS in {e(it["worst_cell"])}: {f(it["ras_worst"], signed=True)}; '
+            f'<span class="se">{e(cell)}</span>{grid}</div>'
+            f'<p class="se">RAS in {e(cell)}: {f(ras_cell, signed=True)}{worst}; '
             f"mean RAS {f(it['mean_ras'], signed=True)}"
             f"{'' if base is None else f' (baseline {base:+.3f})'}; answer "
             f"{chr(65 + it['answer'])} (bold), * = predicted; "
@@ -435,6 +450,7 @@ def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None 
         sections.insert(2, AGREEMENT)
     meta = " · ".join(
         f"{e(s['label'])}: {e(s['model'])} on {e(s['dataset'])} (n={e(s['n'])}, {e(s['kind'])})"
+        + (f' from <span class="source">{e(s["source"])}</span>' if s.get("source") else "")
         for s in doc["series"]
     )
     nav = "".join(f'<a href="#{key}">{e(title.split(" (")[0])}</a>' for key, title in sections)

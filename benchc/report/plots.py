@@ -187,35 +187,55 @@ def severity(doc: dict[str, Any]) -> str:
     return _svg(fig, "severity")
 
 
-def family_matrix(doc: dict[str, Any], figure: str = "r_c") -> str:
-    """Signed clean-side RAS (R_c) by family and severity, one matrix per series (the
-    matrices of Bench-C Fig. 7)."""
+#: Fig. 7's matrices, side by side: (figure, panel title). One scale and colour map for both, so
+#: a clean-wrong gain reads against the clean-correct cost it comes with (Bench-C Sec. VII-E).
+FAMILY_MATRICES = (("r_c", "R_c (clean-correct)"), ("r_w", "R_w (clean-wrong)"))
+#: The matrices' symmetric colour range (signed RAS).
+FAMILY_RANGE = 0.6
+
+
+def family_matrix(
+    doc: dict[str, Any], figures: tuple[tuple[str, str], ...] = FAMILY_MATRICES
+) -> str:
+    """Signed source RAS by family and severity: R_c beside R_w for every series (the
+    matrices of Bench-C Fig. 7), one shared scale and colour bar.
+
+    Each panel's SVG group has id ``family-<figure>-<series index>`` so a test can read one
+    matrix's numbers back from the page.
+    """
     plt = _plt()
     fams = list(doc["axes"]["families"])
     sevs = doc["axes"]["severities"]
-    series = [s for s in doc["series"] if (s.get("families") or {}).get(figure)]
-    n_p = max(1, len(series))
-    fig, axes = plt.subplots(
-        1, n_p, figsize=(1.2 + 2.4 * n_p, 0.42 * len(fams) + 1.2), squeeze=False
-    )
+    panels = [
+        (k, s, fig_name, name)
+        for k, s in enumerate(doc["series"])
+        for fig_name, name in figures
+        if (s.get("families") or {}).get(fig_name)
+    ]
+    n_p = max(1, len(panels))
+    height = 0.42 * len(fams) + 1.2
+    fig, axes = plt.subplots(1, n_p, figsize=(1.2 + 2.4 * n_p, height), squeeze=False)
     im = None
-    for p, (ax, s) in enumerate(zip(axes[0], series, strict=False)):
-        rows = s["families"][figure]
+    for p, (ax, (k, s, fig_name, name)) in enumerate(zip(axes[0], panels, strict=False)):
+        rows = s["families"][fig_name]
         m = np.array([[_v(x) for x in rows.get(f, [None] * len(sevs))] for f in fams])
-        im = ax.imshow(m, cmap="RdBu", vmin=-0.6, vmax=0.6, aspect="auto")
+        im = ax.imshow(m, cmap="RdBu", vmin=-FAMILY_RANGE, vmax=FAMILY_RANGE, aspect="auto")
         for r in range(m.shape[0]):
             for j in range(m.shape[1]):
                 if not math.isnan(m[r, j]):
                     ax.text(j, r, f"{m[r, j]:+.2f}", ha="center", va="center", fontsize=6.5)
+        ax.set_gid(f"family-{fig_name}-{k}")
         ax.set_xticks(range(len(sevs)), [str(x) for x in sevs], fontsize=7)
         ax.set_yticks(range(len(fams)), fams if p == 0 else [""] * len(fams), fontsize=7)
         ax.set_xlabel("severity", fontsize=7)
-        ax.set_title(s["label"], fontsize=8)
+        ax.set_title(f"{name}\n{s['label']}", fontsize=8)
     if im is not None:
         fig.colorbar(im, ax=list(axes[0]), fraction=0.03, pad=0.04)
-    title = {"r_c": "R_c (clean-side RAS)", "r_w": "R_w", "ras": "RAS"}.get(figure, figure)
-    fig.suptitle(f"{title} by family and severity (Bench-C Fig. 7)", fontsize=9)
-    return _svg(fig, f"family-{figure}")
+    # a third of an inch above the axes: clear of the two-line panel titles
+    fig.suptitle(
+        "R_c and R_w by family and severity (Bench-C Fig. 7)", fontsize=9, y=1 + 0.33 / height
+    )
+    return _svg(fig, "family-matrix")
 
 
 # -- Fig. 5: the RAS component plane by correctness state -------------------------------------
@@ -492,7 +512,8 @@ PLOTS: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
     ),
     "family-matrix": (
         "severity",
-        "Clean-side RAS (R_c) by family and severity: mean over each family's corruptions.",
+        "Signed RAS on the clean-correct (R_c) and clean-wrong (R_w) pairs by family and "
+        "severity, mean over each family's corruptions; one colour scale for both.",
         family_matrix,
     ),
     "plane": (

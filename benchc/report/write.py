@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchc.fsutil import display_path
 from benchc.report import agreement, data, drill, page, plots
 from benchc.report import baseline as snap
 from benchc.results.reader import StoredRun, read_run
@@ -34,7 +35,7 @@ def offline_verdicts(
         return None, f"{NO_VERDICTS}: this benchc cannot re-check gates offline"
     return list(
         collect(Path(run_dir), Path(thresholds_dir), vsi_dir=vsi_dir)
-    ), f"gates checked against {thresholds_dir}"
+    ), f"gates checked against {display_path(thresholds_dir)}"
 
 
 def record_command_for(run: StoredRun, thresholds_dir: Path | None = None) -> str:

@@ -2,7 +2,8 @@
 
 The same cases the suite runs (cells, families, model-level figures, VSI), rebuilt from the
 arrays a finished run stored and checked with the same :func:`benchc.gates.check` against the
-threshold snapshots, so a report written hours later says exactly what the build said.
+threshold snapshots, so a report written hours later says exactly what the build said. The
+paths in its reasons follow the report's one rule (:func:`benchc.fsutil.display_path`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from benchc import spec
+from benchc.fsutil import display_path
 from benchc.gates import ErrorBudget, EvidenceError, GridEvidence, Payload, figures
 from benchc.gates.budget import DEFAULT_BUDGET
 from benchc.gates.pipeline import check_case
@@ -71,7 +73,8 @@ def collect(
         vsi_run = read_run(Path(vsi_dir)) if vsi_dir is not None else run
         grid = stored_grid(run)
     except (StoreError, EvidenceError, KeyError, OSError) as exc:
-        return [_unchecked("results", "grid", f"stored run {run_dir} is unreadable: {exc}")]
+        why = f"stored run {display_path(run_dir)} is unreadable: {exc}"
+        return [_unchecked("results", "grid", why)]
     info = _settings(run)
     seed = run.seed
     cases: dict[str, Payload] = {}
@@ -97,14 +100,14 @@ def collect(
         case = _case(key)
         path = folder / f"{case_name(case)}.json"
         if not path.is_file():
-            records.append(_unchecked(case, key, f"no threshold snapshot {path}"))
+            records.append(_unchecked(case, key, f"no threshold snapshot {display_path(path)}"))
             continue
         try:
             baseline = load_baseline(path)
         except (ValueError, KeyError, EvidenceError) as exc:
             records.append(_unchecked(case, key, str(exc)))
             continue
-        result = check_case(baseline, current, z_for=z, seed=seed, where=str(path))
+        result = check_case(baseline, current, z_for=z, seed=seed, where=display_path(path))
         if result.verdict is None:
             records.append(_unchecked(case, key, str(result.problem)))
             continue

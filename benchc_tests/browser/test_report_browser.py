@@ -105,3 +105,39 @@ def test_report_renders_in_chromium(browser, report, tmp_path):
     assert size < 5_000_000
     print(f"\nreport.html {size / 1024:.0f} KiB, load {timing['load']:.0f} ms, screenshot {shot}")
     page.close()
+
+
+def test_r_w_matrix_and_gate_cell_card_in_chromium(browser, report):
+    """Fig. 7's R_w panel is drawn beside R_c (same row, to its right) with report.json's
+    numbers; the failing cell gate's card shows that cell's image and says so; the header
+    names the run's folder as display_path shows it."""
+    from benchc.fsutil import display_path
+
+    doc = json.loads((report.parent / "report.json").read_text())
+    s = doc["series"][0]
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(report.as_uri(), wait_until="load")
+
+    rc, rw = page.locator("#family-r_c-0"), page.locator("#family-r_w-0")
+    a, b = rc.bounding_box(), rw.bounding_box()
+    assert a and b and b["x"] > a["x"] + a["width"] / 2 and abs(b["y"] - a["y"]) < 5
+    assert b["width"] > 50 and b["height"] > 30
+    texts = rw.locator("text").all_text_contents()
+    assert any("R_w (clean-wrong)" in t for t in texts)
+    for row in s["families"]["r_w"].values():
+        for v in row:
+            assert f"{v:+.2f}" in [t.strip() for t in texts]
+
+    card = page.locator("#sample-syn3-00004")
+    assert card.get_attribute("data-cell") == "fog-2"
+    assert card.get_attribute("data-cell-basis") == "gate"
+    img = card.locator("img.thumb-corrupted")
+    assert img.get_attribute("data-cell") == "fog-2"
+    assert img.evaluate("i => i.naturalWidth") > 0
+    assert "the cell of gate RAS fog-2 (fail)" in card.locator(".cell-note").inner_text()
+    card.locator("a.card-gate").click()
+    assert page.evaluate("location.hash") == "#gate-fog-2-ras"
+
+    header = page.locator("header").inner_text()
+    assert s["source"] == display_path(s["source"]) and s["source"] in header
+    page.close()

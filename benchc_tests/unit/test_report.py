@@ -415,3 +415,221 @@ def test_offline_verdicts_check_the_separate_vsi_run_too(tmp_path, dataset):
     assert any(c.startswith("test_cell[") for c in by_case)
     assert all(r["status"] == "unchecked" for r in records)  # no snapshots recorded here
     assert "test_vsi[gap]" not in {r["case"] for r in collect(grid, tmp_path / "thresholds")}
+
+
+# -- Fig. 7's R_w matrix, drill-down cells, displayed paths -------------------------------------
+def _clean_wrong(run) -> np.ndarray:
+    """Clean-wrong samples straight from the stored clean logits (argmax over each sample's own
+    options), not from the grid's bookkeeping."""
+    return np.array(
+        [
+            int(np.argmax(run.clean_logits[i, : int(k)])) != int(a)
+            for i, (a, k) in enumerate(zip(run.answers, run.n_options, strict=True))
+        ]
+    )
+
+
+def _figure_group_texts(html: str, figure: str, gid: str) -> list[str]:
+    """The texts inside SVG group ``gid`` of the page's figure ``figure``."""
+    import xml.etree.ElementTree as ET
+
+    start = html.index(f'id="fig-{figure}"')
+    svg = html[html.index("<svg", start) : html.index("</svg>", start) + len("</svg>")]
+    root = ET.fromstring(svg)
+    (group,) = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("id") == gid]
+    return ["".join(t.itertext()).strip() for t in group.iter("{http://www.w3.org/2000/svg}text")]
+
+
+def test_r_w_matrix_beside_r_c_is_the_clean_wrong_pairs(tmp_path, run_dir):
+    """Bench-C Fig. 7: R_w (mean RAS over the clean-wrong pairs) per family and severity, in
+    report.json and drawn in its own panel beside R_c."""
+    run = read_run(run_dir)
+    wrong = _clean_wrong(run)
+    assert 0 < wrong.sum() < len(wrong)  # both sides exist in this run
+    ras = run.grid.ras  # per pair, checked against a per-pair reference in test_metrics_grid
+    want: dict[str, list[float]] = {}
+    for fam, members in spec.FAMILIES.items():
+        idx = [d for d, c in enumerate(run.corruptions) if c in members]
+        if idx:
+            want[fam] = [
+                float(np.mean([ras[wrong, d, j].mean() for d in idx]))
+                for j in range(len(run.severities))
+            ]
+    out = write_report(run_dir, tmp_path / "r", n_boot=N_BOOT, images=False)
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    got = doc["series"][0]["families"]["r_w"]
+    assert set(got) == set(want) == {"weather", "noise"}
+    for fam, row in want.items():
+        assert got[fam] == [pytest.approx(v, abs=1e-9) for v in row], fam
+    assert got != doc["series"][0]["families"]["r_c"]
+    html = out.read_text()
+    rw = _figure_group_texts(html, "family-matrix", "family-r_w-0")
+    rc = _figure_group_texts(html, "family-matrix", "family-r_c-0")
+    assert "R_w (clean-wrong)" in " ".join(rw) and "R_c (clean-correct)" in " ".join(rc)
+    for row in want.values():
+        for v in row:
+            assert f"{v:+.2f}" in rw
+    for row in doc["series"][0]["families"]["r_c"].values():
+        for v in row:
+            assert f"{v:+.2f}" in rc
+
+
+def _card(html: str, sid: str) -> str:
+    start = html.index(f'<div class="card" id="sample-{sid}"')
+    end = html.find('<div class="card"', start + 1)
+    return html[start : end if end > 0 else html.index("</section>", start)]
+
+
+def _thumb_pixels(card: str) -> np.ndarray:
+    import base64
+    import io
+
+    from PIL import Image
+
+    src = re.search(r'<img class="thumb-corrupted"[^>]* src="data:image/png;base64,([^"]+)"', card)
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(src.group(1)))).convert("RGB"))
+
+
+def _scored_thumbs(run, dataset, sid: str, cells: list[str]) -> dict[str, np.ndarray]:
+    """Thumbnails of the images the suite scored for ``sid`` in ``cells``: the corruption
+    pipeline's own output (what the model saw), shrunk as any thumbnail."""
+    from PIL import Image
+
+    from benchc.corruptions import materialize
+    from benchc.data import load_dataset
+
+    (sample,) = [s for s in load_dataset(dataset) if s.id == sid]
+    images = materialize([(sid, sample.image())], cells, image_size=None, seed=run.seed)
+    out = {}
+    for cell in cells:
+        im = Image.fromarray(images[(sid, cell)])
+        im.thumbnail((120, 120))
+        out[cell] = np.asarray(im.convert("RGB"))
+    return out
+
+
+def test_drilldown_card_shows_the_cell_of_its_gate(tmp_path, dataset, run_dir):
+    """A card picked by a failing cell gate shows that cell's corrupted image (not the sample's
+    worst cell); by a family gate, the sample's worst cell within the family; a card tied to no
+    gate keeps the worst cell over the grid; each says which."""
+    run = read_run(run_dir)
+    g, cells = run.grid, run.cells
+    ras = {
+        sid: dict(zip(cells, g.ras[i].reshape(-1), strict=True)) for i, sid in enumerate(run.ids)
+    }
+    worst = {sid: min(r, key=r.get) for sid, r in ras.items()}
+    # a cell gate on a cell that is not its mover's worst; a family gate on a family that
+    # does not hold its mover's worst cell over the grid
+    cell_sid = run.ids[4]
+    gate_cell = next(c for c in cells if c != worst[cell_sid] and c.startswith("fog"))
+    fam_sid = next(s for s in run.ids[5:] if worst[s].startswith("gaussian_noise"))
+    fam_cells = [c for c in cells if c.startswith("fog")]
+    fam_want = min(fam_cells, key=ras[fam_sid].get)
+    vs = [
+        verdict(gate_cell, "ras", "fail", movers=[[cell_sid, 0.1, -0.4]]),
+        verdict("weather", "r_c", "fail", level="family", movers=[[fam_sid, 0.1, -0.4]]),
+    ]
+    out = write_report(run_dir, tmp_path / "r", verdicts=vs, n_boot=N_BOOT)
+    html = out.read_text()
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    by_id = {it["id"]: it for it in doc["drilldown"]}
+
+    # the cell gate's card: that cell's image, numbers and label
+    card = _card(html, cell_sid)
+    assert f'data-cell="{gate_cell}" data-cell-basis="gate"' in card
+    thumbs = _scored_thumbs(run, dataset, cell_sid, [gate_cell, worst[cell_sid]])
+    assert not np.array_equal(thumbs[gate_cell], thumbs[worst[cell_sid]])
+    assert np.array_equal(_thumb_pixels(card), thumbs[gate_cell])
+    it = by_id[cell_sid]
+    assert (it["cell"], it["cell_basis"], it["worst_cell"]) == (gate_cell, "gate", worst[cell_sid])
+    assert it["gate"]["anchor"] == f"gate-{gate_cell}-ras"
+    assert f'href="#gate-{gate_cell}-ras"' in card  # the card links its gate's row
+    assert it["cell_note"] == f"image: the cell of gate RAS {gate_cell} (fail)"
+    i, (d, j) = run.ids.index(cell_sid), divmod(cells.index(gate_cell), len(run.severities))
+    assert close(it["ras_cell"], g.ras[i, d, j])
+    k = int(g.n_options[i])
+    assert it["p_corrupted"] == [pytest.approx(x) for x in g.p_corrupt[i, d, j, :k]]
+    assert f"RAS in {gate_cell}: {g.ras[i, d, j]:+.3f}" in card
+
+    # the family gate's card: the sample's worst cell among the family's cells, named as such
+    card = _card(html, fam_sid)
+    assert f'data-cell="{fam_want}" data-cell-basis="gate"' in card
+    thumbs = _scored_thumbs(run, dataset, fam_sid, [fam_want])
+    assert np.array_equal(_thumb_pixels(card), thumbs[fam_want])
+    assert "worst cell in family weather" in by_id[fam_sid]["cell_note"]
+    assert by_id[fam_sid]["worst_cell"] != fam_want
+
+    # a card tied to no gate: the worst cell over the grid, labelled so
+    rest = [it for it in doc["drilldown"] if it["id"] not in (cell_sid, fam_sid)]
+    assert rest
+    for it in rest:
+        assert it["cell_basis"] == "worst" and it["cell"] == it["worst_cell"] == worst[it["id"]]
+        assert it["gate"] is None and "not tied to a cell gate" in it["cell_note"]
+        assert f'data-cell="{it["cell"]}" data-cell-basis="worst"' in _card(html, it["id"])
+
+
+def test_model_and_vsi_gate_cards(run_dir):
+    """A model gate's card: the sample's worst cell over every cell (its scope); a VSI gate
+    names no cell, so its card falls back to the grid's worst and says why."""
+    from benchc.report import drill
+
+    run = read_run(run_dir)
+    cells = run.cells
+    assert drill.gate_cells(run, verdict("model", "ras", "fail")) == cells
+    assert drill.gate_cells(run, verdict("noise", "ras", "fail", level="family")) == [
+        "gaussian_noise-1",
+        "gaussian_noise-2",
+    ]
+    assert drill.gate_cells(run, verdict("fog-3", "ras", "fail")) == []  # not in this grid
+    assert drill.gate_cells(run, verdict("vsi", "gap", "fail", level="vsi")) == []
+    assert drill.gate_cells(run, None) == []
+    i = 2
+    worst = cells[int(np.nanargmin(run.grid.ras[i].reshape(-1)))]
+    cell, basis, note = drill.shown_cell(run, i, verdict("model", "ras", "fail"))
+    assert (cell, basis) == (worst, "gate") and "the model's grid" in note
+    cell, basis, note = drill.shown_cell(run, i, verdict("vsi", "gap", "fail", level="vsi"))
+    assert (cell, basis) == (worst, "worst") and "names no cell" in note
+
+
+def test_display_path_is_relative_inside_the_working_directory(tmp_path, monkeypatch):
+    from benchc.fsutil import display_path
+
+    (tmp_path / "proj" / "a").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "proj")
+    monkeypatch.chdir(tmp_path / "proj")
+    assert display_path(tmp_path / "proj" / "a" / "b") == "a/b"
+    assert display_path(tmp_path / "proj") == "."
+    assert display_path("a/./b") == "a/b"
+    assert display_path(tmp_path / "elsewhere") == str(tmp_path / "elsewhere")
+    assert display_path("../elsewhere/x") == str(tmp_path / "elsewhere" / "x")  # absolute
+    assert display_path(tmp_path / "link" / "a") == "a"  # the same folder through a link
+    assert display_path(tmp_path / "proj" / "a", cwd=tmp_path) == "proj/a"
+
+
+def test_report_paths_are_relative_to_the_working_directory(tmp_path, monkeypatch, dataset):
+    """Header and report.json show a folder inside the working directory relative to it (no
+    home or CI runner path), one outside it absolute."""
+    proj = tmp_path / "proj"
+    run = make_run(proj / ".benchc" / "results", dataset)
+    (proj / "thresholds" / "toy-vlm").mkdir(parents=True)  # empty: no readable snapshots
+    rel = run.relative_to(proj).as_posix()
+    assert rel.startswith(".benchc/results/toy-vlm/")
+    monkeypatch.chdir(proj)
+    out = write_report(
+        run, proj / "rep", thresholds_dir=proj / "thresholds", n_boot=N_BOOT, images=False
+    )
+    doc = json.loads((proj / "rep" / "report.json").read_text())
+    assert doc["series"][0]["source"] == rel
+    assert doc["baseline_note"] == "no readable snapshots in thresholds/toy-vlm"
+    assert doc["verdicts"]["note"] == "gates checked against thresholds"
+    header = out.read_text().split("</header>")[0]
+    assert f'from <span class="source">{rel}</span>' in header
+    assert "thresholds/toy-vlm" in header and str(tmp_path) not in header
+    assert str(tmp_path) not in json.dumps(doc)
+
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    write_report(run, proj / "rep2", n_boot=N_BOOT, images=False)
+    doc = json.loads((proj / "rep2" / "report.json").read_text())
+    assert doc["series"][0]["source"] == str(run)
