@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import sklearn
+
 from benchc import spec
 from benchc.fsutil import display_path
 from benchc.gates import ErrorBudget, EvidenceError, GridEvidence, Payload, figures
@@ -88,6 +90,7 @@ def collect(
         ev = vsi_evidence(vsi_run.vsi, list(vsi_run.ids), support)
         vsi_info = {**info, **{k: v for k, v in _settings(vsi_run).items() if k != "seed"}}
         vsi_info["vsi_variant"] = vsi_variant(vsi_run.vsi, support)
+        vsi_info["sklearn"] = sklearn.__version__
         vsi_common = {**common, "dataset": vsi_run.dataset_name}
         for f in figures("vsi", gated_only=True):
             cases[f"vsi:{f.name}"] = build_payload(

@@ -51,6 +51,18 @@ def test_one_comparability_rule_and_rule_check():
     assert "no_such_figure" in str(check_case(broken, base, z_for=Z3, seed=0, where="x").problem)
 
 
+def test_another_sklearn_release_is_said_in_every_verdict_not_refused():
+    base = _payload({**INFO, "sklearn": "1.8.0"})
+    same = check_case(base, _payload({**INFO, "sklearn": "1.8.0"}), z_for=Z3, seed=0, where="x")
+    assert all(o.reason is None for o in same.verdict.outcomes)
+    other = check_case(base, _payload({**INFO, "sklearn": "1.9.1"}), z_for=Z3, seed=0, where="x")
+    assert other.problem is None
+    assert {o.status for o in other.verdict.outcomes} == {"pass"}
+    assert all(
+        "sklearn 1.9.1 here, 1.8.0 when recorded" in o.reason for o in other.verdict.outcomes
+    )
+
+
 def test_one_gate_count_for_selected_cases_and_rebuilt_payloads():
     payloads = grid_payloads(_grid(), model="m", dataset="d", info=INFO, seed=0, z_for=Z3)
     cases = [("cell", None)] * 4 + [("family", None)]  # fog and snow: one family, weather
