@@ -84,7 +84,9 @@ def table2(doc: dict[str, Any]) -> str:
 
         def pm(key: str, g: dict[str, Any] = g) -> str:
             std = g.get(f"{key}_std")
-            return f(g.get(key)) + (f' <span class="se">±{f(std, 2)}</span>' if std else "")
+            return f(g.get(key)) + (
+                f' <span class="se">±{f(std, 2)}</span>' if std is not None else ""
+            )
 
         rows.append(
             f'<tr><td class="l">{e(label)}</td>'

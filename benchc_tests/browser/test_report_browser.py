@@ -141,3 +141,33 @@ def test_r_w_matrix_and_gate_cell_card_in_chromium(browser, report):
     header = page.locator("header").inner_text()
     assert s["source"] == display_path(s["source"]) and s["source"] in header
     page.close()
+
+
+def test_vsi_tables_render_with_report_json_numbers(browser, report):
+    """VSI Tables 1-3, both supports and the reliability diagram render; every number is
+    defined (no "n/a" in the section) and is report.json's."""
+    doc = json.loads((report.parent / "report.json").read_text())
+    v = doc["series"][0]["vsi"]
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(report.as_uri(), wait_until="load")
+    section = page.locator("section#vsi")
+    assert "n/a" not in section.inner_text()
+    for table in ("#vsi-table1", "#vsi-supports", "#vsi-table2", "#vsi-table3"):
+        box = page.locator(table).bounding_box()
+        assert box is not None and box["height"] > 20, table
+    assert page.locator("#vsi-table1 tr").count() == 1 + len(v["table1"]) == 3
+    supports = page.locator("#vsi-supports").inner_text()
+    assert "gated" in supports and "reported" in supports
+    t2 = page.locator("#vsi-table2").inner_text()
+    g = v["gap"]
+    for key in ("probe_low", "probe_high", "change_low", "change_high"):
+        assert f"{g[key]:.3f}" in t2, key
+    assert f"±{g['probe_low_std']:.2f}" in t2 and f"{g['gap']:+.3f}" in t2
+    t3 = page.locator("#vsi-table3").inner_text()
+    for row in v["signals"]["signals"].values():
+        lo, hi = row["auroc_ci"]
+        assert f"{row['auroc']:.3f}" in t3 and f"[{lo:.2f}, {hi:.2f}]" in t3
+    fig = page.locator("#fig-vsi-reliability svg")
+    assert fig.bounding_box()["height"] > 100
+    assert f"ECE {v['signals']['ece']:.3f}" in " ".join(fig.locator("text").all_text_contents())
+    page.close()
