@@ -55,6 +55,8 @@ class Outputs:
 
     grid: GridEvidence
     vsi: Evidence
+    #: The VSI set's stored arrays (both supports; ``benchmarks/vsi_support.py`` reads them).
+    vsi_arrays: dict | None = None
 
 
 def run_variant(cfg: SuiteConfig, *, batch_size=None, dtype=None, hook=None) -> Outputs:
@@ -68,7 +70,8 @@ def run_variant(cfg: SuiteConfig, *, batch_size=None, dtype=None, hook=None) -> 
     grid = grid_evidence(grid_run, vcfg.conditions)
     vsi_cfg = replace(vcfg, dataset=cfg.resolved_vsi_dataset())
     vsi_run = SuiteRun(vsi_cfg, open_dataset(vsi_cfg), backend, corruption_workers=workers)
-    return Outputs(grid, vsi_evidence(vsi_arrays(vsi_run), vsi_run.ids))
+    arrays = vsi_arrays(vsi_run)
+    return Outputs(grid, vsi_evidence(arrays, vsi_run.ids), arrays)
 
 
 def cases(out: Outputs) -> dict[str, tuple[str, str, Evidence]]:
