@@ -2,8 +2,8 @@
 
 The embedded tiny model washed out with ``--benchc-degrade damp=0.3`` is run through the
 default suite against the committed thresholds (its gates fail, as they should), writing the
-report; headless Chromium (the browser test's, via Playwright) renders it, and the top of the
-page (verdict, Table II, heatmaps) is stacked over the VSI section, 800 px wide, 256 colours.
+report; headless Chromium (the browser test's, via Playwright) renders it, and the header with
+the verdict box, Table II and the VSI section are stacked, 800 px wide, 256 colours.
 
     python docs/make_report_png.py          # from the repository root; ~3 min on 2 cores
 """
@@ -22,7 +22,6 @@ from PIL import Image
 CHROMIUM = os.environ.get("BENCHC_CHROMIUM", "/usr/bin/chromium")
 WIDTH = 1280  # the page's viewport; the picture is scaled to OUT_WIDTH
 OUT_WIDTH = 800
-TOP = 1900  # page pixels kept from the top (header to the RAS heatmaps)
 
 
 def run_suite(results: Path, report: Path) -> None:
@@ -37,7 +36,7 @@ def run_suite(results: Path, report: Path) -> None:
 
 
 def screenshot(page_path: Path) -> Image.Image:
-    """The top of the page stacked over its VSI section."""
+    """The page's header and verdict box, Table II and the VSI section, stacked."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -45,14 +44,17 @@ def screenshot(page_path: Path) -> Image.Image:
         page = browser.new_page(viewport={"width": WIDTH, "height": 900})
         page.goto(page_path.resolve().as_uri(), wait_until="load")
         full = Image.open(io.BytesIO(page.screenshot(full_page=True))).convert("RGB")
-        box = page.locator("section#vsi").bounding_box()
+        verdict = page.locator(".verdict-box").first.bounding_box()
+        boxes = [page.locator(f"section#{s}").bounding_box() for s in ("table2", "vsi")]
         browser.close()
-    assert box is not None, "the page has no VSI section"
-    top = full.crop((0, 0, WIDTH, min(TOP, full.height)))
-    vsi = full.crop((0, int(box["y"]), WIDTH, int(box["y"] + box["height"])))
-    out = Image.new("RGB", (WIDTH, top.height + vsi.height), "white")
-    out.paste(top, (0, 0))
-    out.paste(vsi, (0, top.height))
+    assert verdict is not None and all(boxes), "the page lacks a verdict, Table II or VSI"
+    parts = [full.crop((0, 0, WIDTH, int(verdict["y"] + verdict["height"] + 12)))]
+    parts += [full.crop((0, int(b["y"]), WIDTH, int(b["y"] + b["height"]))) for b in boxes]
+    out = Image.new("RGB", (WIDTH, sum(p.height for p in parts)), "white")
+    y = 0
+    for part in parts:
+        out.paste(part, (0, y))
+        y += part.height
     return out
 
 

@@ -23,7 +23,7 @@ from benchc.gates import Payload, sidecar
 from benchc.gates.evidence import VSIEvidence
 from benchc.gates.snapshot import model_slug
 from benchc.metrics.figures import FigureDef, definition, reported_cells, table2_figures
-from benchc.report.vsi import gap_table
+from benchc.report.vsi import distribution_row, gap_table
 from benchc.results.reader import StoredRun
 from benchc.results.store import StoreError
 
@@ -212,5 +212,10 @@ def evidence_vsi(base: SnapshotBaseline) -> dict[str, object] | None:
         "insensitive_fraction": _num(fig["insensitive_fraction"]),
         "values": [round(float(v), 6) for v in vsi],
         "gap": gap_table(ev, "own", info),
+        "table1": [{"variant": "region blur", **distribution_row(vsi)}],
         "signals": None,
+        "missing": [
+            "VSI Table 3 and whole-image VSI (a snapshot keeps per-sample VSI, argmax change and "
+            "probe results, not the VSI set's option answers or whole-image pass)"
+        ],
     }

@@ -247,7 +247,7 @@ def run_missing(run: StoredRun, vsi: dict[str, Any] | None) -> list[str]:
             "or a baseline without VSI evidence)"
         )
     else:
-        out.extend(vsi["missing"])
+        out.extend(vsi.get("missing", []))
     return out
 
 
@@ -379,6 +379,7 @@ def build(
         )
         if b["vsi"] is None:
             b["vsi"] = snap.evidence_vsi(baseline) or snap.vsi_from_snapshots(baseline)
+            b["missing"] = run_missing(baseline_run, b["vsi"])
         series.append(b)
     elif baseline is not None and not baseline.empty:
         series.append(series_from_snapshots(baseline, first.corruptions, first.severities))
