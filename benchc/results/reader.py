@@ -27,6 +27,20 @@ from benchc.results.store import StoreError, load_npz, read_manifest
 SAMPLES = "samples"
 #: Stored name of the VSI arrays; ``<VSI>.<locator slug>`` under ``--region-locator``.
 VSI = "vsi-blur"
+#: The name before the whole-image pass existed (region blur only): still read, and the report
+#: says what such a run lacks.
+LEGACY_VSI = "vsi-region-blur"
+
+
+def vsi_files(run_dir: Path) -> list[Path]:
+    """A run folder's VSI array files, the plain locator first, current before legacy names."""
+    return [
+        p
+        for name in (VSI, LEGACY_VSI)
+        for p in sorted(run_dir.glob(f"{name}*.npz"), key=lambda p: (len(p.name), p.name))
+    ]
+
+
 MANIFEST = "manifest.json"
 
 
@@ -127,7 +141,7 @@ def _complete_grid(names: set[str]) -> tuple[tuple[str, ...], tuple[int, ...]]:
 
 
 def _has_vsi(run_dir: Path) -> bool:
-    return any(run_dir.glob(f"{VSI}*.npz"))
+    return bool(vsi_files(run_dir))
 
 
 def _has_grid(run_dir: Path) -> bool:
@@ -207,7 +221,7 @@ def read_run(run_dir: Path, *, vsi_dir: Path | None = None) -> StoredRun:
         cube = stack_conditions(logits_of, corruptions, severities)
     vsi_ids: tuple[str, ...] | None = None
     vsi_home = Path(vsi_dir) if vsi_dir is not None else run_dir
-    vsi_paths = sorted(vsi_home.glob(f"{VSI}*.npz"), key=lambda p: (len(p.name), p.name))
+    vsi_paths = vsi_files(vsi_home)
     vsi = load_npz(vsi_paths[0]) if vsi_paths else None
     n_vsi = n
     vsi_answers = np.asarray(samples["answers"]) if vsi is not None else None

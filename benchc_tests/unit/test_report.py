@@ -633,3 +633,18 @@ def test_report_paths_are_relative_to_the_working_directory(tmp_path, monkeypatc
     write_report(run, proj / "rep2", n_boot=N_BOOT, images=False)
     doc = json.loads((proj / "rep2" / "report.json").read_text())
     assert doc["series"][0]["source"] == str(run)
+
+
+def test_a_run_stored_before_the_whole_image_pass_still_reports_its_vsi(tmp_path, dataset):
+    from benchc.results.store import atomic_save_npz, load_npz
+
+    run_dir = make_run(tmp_path / "results", dataset)
+    arrays = load_npz(run_dir / "vsi-blur.npz")
+    (run_dir / "vsi-blur.npz").unlink()
+    legacy = {k: v for k, v in arrays.items() if "whole" not in k and k != "option_logits"}
+    atomic_save_npz(run_dir / "vsi-region-blur.npz", legacy)
+    v = data.build([read_run(run_dir)], n_boot=20)["series"][0]["vsi"]
+    assert v["n"] == len(legacy["vsi"]) and v["gap"]["n_low"] > 0
+    assert [r["variant"] for r in v["table1"]] == ["region blur"] and v["signals"] is None
+    assert any("whole-image VSI" in m for m in v["missing"])
+    assert any("error signals" in m for m in v["missing"])
