@@ -14,6 +14,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+import sklearn
 
 from benchc import spec
 from benchc.gates.evidence import VSIEvidence, vsi_values
@@ -170,13 +171,15 @@ def vsi_block(
     fig = ev.figures()
     vsi = np.asarray(ev.vsi, dtype=np.float64)
     variants = {}
-    for sup in spec.VSI_SUPPORTS if not k else (support,):
+    # a server's top-k VSI is its only support, named by its k
+    for sup, name in ((s, s) for s in spec.VSI_SUPPORTS) if not k else [(support, f"top{k}")]:
         own = run_evidence(run, sup)
-        variants[sup] = {
+        figs = own.figures()
+        variants[name] = {
             "gated": sup == support,
             **distribution_row(own.vsi),
-            "insensitive_fraction": _num(own.figures()["insensitive_fraction"]),
-            "gap": _num(own.figures()["gap"]),
+            "insensitive_fraction": _num(figs["insensitive_fraction"]),
+            "gap": _num(figs["gap"]),
         }
     table1 = [{"variant": "region blur", **distribution_row(vsi)}]
     if "vsi_whole" in a:
@@ -194,6 +197,7 @@ def vsi_block(
         "values": [_num(round(float(v), 6)) for v in vsi],
         "variant": f"vsi_top{k}" if k else "vsi_top50" if support == "top50" else "vsi",
         "support": support,
+        "sklearn": sklearn.__version__,
         "variants": variants,
         "table1": table1,
         "missing": missing,
