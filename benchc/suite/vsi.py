@@ -7,6 +7,7 @@ full next-token distributions of a real model (150k-token vocabularies) would no
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,7 +17,8 @@ from benchc import spec
 from benchc.corruptions.vsi import whole_blur
 from benchc.gates.evidence import VSIEvidence, vsi_values
 from benchc.metrics.vsi import vsi_full, vsi_topk
-from benchc.models.collate import score
+from benchc.models.base import BatchOutput, Query
+from benchc.models.collate import concat_outputs, score, take_rows
 
 if TYPE_CHECKING:
     from benchc.suite.run import SuiteRun
@@ -61,17 +63,19 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
         raise VSIUnavailable(f"{backend.name}: VSI needs next-token (top-k) log-probabilities")
     clean = run.prepared(start, stop)
     blurred, located, fallback = run.blurred(start, stop)
-    whole = [whole_blur(a, spec.VSI_SIGMA) for a in clean]
-    outs = []
-    for images in (clean, blurred, whole):
+
+    def scored(queries: list[Query]) -> BatchOutput:
         try:
-            out = score(backend, run._queries(images, start), batch_size=run.batch_size, **kwargs)
+            out = score(backend, queries, batch_size=run.batch_size, **kwargs)
         except NotImplementedError as exc:  # a server that turned out to give no log-probs
             raise VSIUnavailable(f"{backend.name}: {exc}") from exc
         if out.top_ids is None or (kwargs["distribution"] and out.logprobs is None):
             raise VSIUnavailable(f"{backend.name}: the backend returned no next-token distribution")
-        outs.append(out)
-    c, b, w = outs
+        return out
+
+    c, b = scored(run._queries(clean, start)), scored(run._queries(blurred, start))
+    whole = run._queries([whole_blur(a, spec.VSI_SIGMA) for a in clean], start)
+    w = whole_pass(whole, fallback, b, scored)
     logits = np.full((stop - start, run.k_max), np.nan, dtype=np.float32)
     logits[:, : c.option_logits.shape[1]] = c.option_logits
     arrays = {
@@ -101,6 +105,24 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
         except NotImplementedError:
             pass  # no tower after all: the gap is undefined and says so
     return arrays
+
+
+def whole_pass(
+    whole: list[Query],
+    fallback: np.ndarray,
+    region: BatchOutput,
+    scored: Callable[[list[Query]], BatchOutput],
+) -> BatchOutput:
+    """The whole-image-blurred pass. A row whose region blur already fell back to the whole
+    image has that very image, so its region output is reused and only the other rows are
+    scored (a dataset without regions costs no third pass)."""
+    if fallback.all():
+        return region
+    if not fallback.any():
+        return scored(whole)
+    need, reuse = np.flatnonzero(~fallback), np.flatnonzero(fallback)
+    out = concat_outputs([scored([whole[i] for i in need]), take_rows(region, reuse)])
+    return take_rows(out, np.argsort(np.r_[need, reuse], kind="stable"))
 
 
 def vsi_evidence(
