@@ -171,3 +171,24 @@ def test_vsi_tables_render_with_report_json_numbers(browser, report):
     assert fig.bounding_box()["height"] > 100
     assert f"ECE {v['signals']['ece']:.3f}" in " ".join(fig.locator("text").all_text_contents())
     page.close()
+
+
+def test_compare_page_shows_the_cross_run_tables_in_chromium(browser, tmp_path):
+    """benchc compare's agreement section (VSI rank agreement, Bench-C Table VI) renders with
+    report.json's numbers, and Table 2 of the second run reads the first run's pool."""
+    from benchc.report import compare_runs
+
+    ds = make_dataset(tmp_path / "toy")
+    runs = [make_run(tmp_path / "r", ds, model=m, seed=s) for m, s in (("a", 0), ("b", 1))]
+    page_path = compare_runs(runs, tmp_path / "out", n_boot=20, n_permutations=999)
+    doc = json.loads((page_path.parent / "report.json").read_text())
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(page_path.as_uri(), wait_until="load")
+    rank = page.locator("#vsi-agreement")
+    assert rank.bounding_box()["height"] > 20
+    (pair,) = doc["agreement"]["vsi"]["pairs"]
+    assert f"{pair['rho']:+.3f}" in rank.inner_text()
+    assert page.locator("#table6").bounding_box()["height"] > 20
+    assert doc["series"][1]["vsi"]["gap"]["pool"] == "reference"
+    assert "reference's" in page.locator("#vsi-table2").inner_text()
+    page.close()
