@@ -70,6 +70,11 @@ VSI_FLOOR: Final[float] = 1e-12
 #: Which VSI the gates read (``--vsi-support``): the full-vocabulary KL or the top-50 variant.
 VSI_SUPPORTS: Final[tuple[str, ...]] = ("full", "top50")
 VSI_SUPPORT: Final[str] = "top50"
+#: The VSI paper's statistics (App. E): bootstrap B = 1000, permutation tests 10^5 shuffles,
+#: seed 42 for both (Table 3 intervals, cross-model rank agreement).
+VSI_PAPER_SEED: Final[int] = 42
+VSI_PAPER_N_BOOT: Final[int] = 1000
+VSI_PAPER_PERMUTATIONS: Final[int] = 100_000
 
 #: Black-box sampling proxy (docs/spec.md §3).
 PROXY_SAMPLES: Final[int] = 20

@@ -16,20 +16,15 @@ import numpy as np
 from scipy.stats import rankdata
 
 from benchc.metrics.signals import auroc_error, prr
+from benchc.spec import VSI_PAPER_N_BOOT, VSI_PAPER_SEED
 
 __all__ = [
-    "PAPER_N_BOOT",
-    "PAPER_SEED",
     "SignalScore",
     "auroc_replicates",
     "prr_replicates",
     "reliability",
     "signal_table",
 ]
-
-#: The VSI paper's bootstrap (App. D.1): B = 1000 resamples, seed 42.
-PAPER_N_BOOT = 1000
-PAPER_SEED = 42
 
 
 @dataclass(frozen=True)
@@ -83,8 +78,8 @@ def signal_table(
     risks: Mapping[str, np.ndarray],
     *,
     coverage: float = 0.8,
-    n_boot: int = PAPER_N_BOOT,
-    seed: int = PAPER_SEED,
+    n_boot: int = VSI_PAPER_N_BOOT,
+    seed: int = VSI_PAPER_SEED,
 ) -> dict[str, SignalScore]:
     """AUROC and PRR@``coverage`` of every risk signal (higher = more likely wrong), with
     intervals from one shared set of ``n_boot`` resamples of the samples (so the signals'

@@ -17,7 +17,7 @@ from sklearn.model_selection import GroupKFold
 from sklearn.preprocessing import normalize
 
 from benchc.metrics.figures import evaluate
-from benchc.spec import VSI_FLOOR, VSI_INSENSITIVE
+from benchc.spec import VSI_FLOOR, VSI_INSENSITIVE, VSI_PAPER_SEED
 
 __all__ = [
     "GapResult",
@@ -233,7 +233,7 @@ def vsi_distribution(vsi: np.ndarray) -> VSIDistribution:
     dip_p = sil = float("nan")
     if v.size >= 4 and np.unique(x).size > 2:
         dip_p = float(diptest.diptest(x)[1])
-        labels = KMeans(2, n_init=10, random_state=42).fit_predict(x[:, None])
+        labels = KMeans(2, n_init=10, random_state=VSI_PAPER_SEED).fit_predict(x[:, None])
         if np.unique(labels).size == 2:
             sil = float(silhouette_score(x[:, None], labels))
     return VSIDistribution(

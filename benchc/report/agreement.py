@@ -29,13 +29,13 @@ from benchc.report.data import num, nums
 from benchc.results.reader import StoredRun
 
 #: The VSI paper's cross-model permutation test: 10^5 shuffles, seed 42 (App. B.2 / App. E).
-PERMUTATION_RESAMPLES = 100_000
-PERMUTATION_SEED = 42
+PERMUTATION_RESAMPLES = spec.VSI_PAPER_PERMUTATIONS
+PERMUTATION_SEED = spec.VSI_PAPER_SEED
 #: Shuffles held in memory at once (8 MB per 1000 samples); ~1.6 s for 10^5 on 1000 samples.
 PERMUTATION_BATCH = 1000
 #: The paper's bootstrap: B = 1000 resamples, seed 42.
-BOOTSTRAP_RESAMPLES = 1000
-BOOTSTRAP_SEED = 42
+BOOTSTRAP_RESAMPLES = spec.VSI_PAPER_N_BOOT
+BOOTSTRAP_SEED = spec.VSI_PAPER_SEED
 #: Spearman needs three pairs.
 MIN_SHARED = 3
 #: Table V's two access routes: the logit side (white-box logits, or a server's log-probs as
