@@ -44,17 +44,29 @@ LOGIT_SIDE = ("logits", "logprobs")
 SAMPLING = "sampling"
 PAIRING_RULE = (
     "a logit run and a sampling run pair when their manifests name the same model "
-    "(model_name: the HF model's name, the served model's name for a server); the route is "
-    "read from the model fingerprint: hf: = logits, openai: with :lp<k> = log-probs, "
-    "openai: without = sampling proxy"
+    "(model_name: the HF model's name, the served model's name for a server; a name that is "
+    "a path or a hub id is compared by its last component, so `transformers serve "
+    "/ckpt/tiny-vlm` pairs with --model=/ckpt/tiny-vlm); the route is the one the run "
+    "recorded after scoring (option_access), else read from the model fingerprint: hf: = "
+    "logits, openai: with :lp<k> = log-probs, openai: without = sampling proxy"
 )
 
 
+def same_model(a: str, b: str) -> bool:
+    """Whether two runs' model names name one model: equal, or equal in their last component
+    (model names are slugs, ``--`` where the source had ``/``: a server answers to the
+    checkpoint's full path or hub id, the white-box run to its folder name or hub id)."""
+    return a == b or a.rsplit("--", 1)[-1] == b.rsplit("--", 1)[-1]
+
+
 def option_access(manifest: dict[str, Any]) -> str | None:
-    """How a run's option distributions were obtained, from its model fingerprint:
-    ``"logits"``, ``"logprobs"``, ``"sampling"`` or None (a backend benchc cannot tell).
-    A log-prob run whose server turned out to serve none was sampled all the same; the
-    fingerprint cannot tell that apart."""
+    """How a run's option distributions were obtained: the ``option_access`` its run recorded
+    once it had scored (a server that turned out to serve no log-probs was sampled), else,
+    for runs stored before that was recorded, read from the model fingerprint:
+    ``"logits"``, ``"logprobs"``, ``"sampling"`` or None (a backend benchc cannot tell)."""
+    recorded = manifest.get("option_access")
+    if recorded in (*LOGIT_SIDE, SAMPLING):
+        return str(recorded)
     fp = str(manifest.get("model_fingerprint") or "")
     if fp.startswith("hf:"):
         return "logits"
@@ -236,7 +248,7 @@ def table_v(runs: Sequence[StoredRun], labels: Sequence[str]) -> dict[str, Any]:
         if acc not in LOGIT_SIDE or r.grid is None:
             continue
         for s, slab, sacc in zip(runs, labels, access, strict=True):
-            if sacc == SAMPLING and s.grid is not None and s.model_name == r.model_name:
+            if sacc == SAMPLING and s.grid is not None and same_model(s.model_name, r.model_name):
                 pair = {"model": r.model_name, "logit": lab, "logit_access": acc, "sampling": slab}
                 pairs.append({**pair, **table_v_pair(r, s)})
     note = None

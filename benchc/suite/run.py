@@ -107,6 +107,17 @@ class SuiteRun:
                 {"model_spec": self.cfg.model, "dataset_spec": self.cfg.dataset}
             )
 
+    def note_access(self) -> None:
+        """Record in the manifest how the option distributions were actually obtained
+        (``Capabilities.option_distribution``): a server's first query can narrow it after the
+        run's key was fixed, and a report pairing a white-box run with its sampling proxy
+        (Bench-C Table V) must know which route was taken."""
+        access = self.backend.capabilities.option_distribution
+        meta = self.store.manifest()
+        if meta.get("option_access") != access:
+            kept = {k: meta[k] for k in ("model_spec", "dataset_spec") if k in meta}
+            self.store.write_manifest({**kept, "option_access": access})
+
     @property
     def ids(self) -> list[str]:
         return self.dataset.ids
@@ -171,13 +182,18 @@ class SuiteRun:
                 ahead[nxt] = self._reader.submit(self._read, key, *nxt)
             queries = self._queries(images, start, files)
             out = score(self.backend, queries, batch_size=self.batch_size)
+            scored.append(stop - start)
             logits = np.full((stop - start, self.k_max), np.nan, dtype=np.float32)
             width = out.option_logits.shape[1]
             logits[:, :width] = out.option_logits
             return {"option_logits": logits, "option_mass": out.option_mass.astype(np.float32)}
 
+        scored: list[int] = []
         try:
-            return self.store.get_or_compute(key, n, self.chunk_rows, compute)
+            arrays = self.store.get_or_compute(key, n, self.chunk_rows, compute)
+            if scored:
+                self.note_access()
+            return arrays
         finally:
             for future in ahead.values():  # read ahead but not needed (stored, or an error)
                 if not future.cancel():

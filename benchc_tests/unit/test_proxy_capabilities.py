@@ -253,6 +253,9 @@ def test_suite_report_and_compare_read_every_run_a_server_gives(pytester, tmp_pa
         runs[name] = doc["series"][0]
         stored = sorted((tmp_path / f"results-{name}" / "tiny").iterdir())
         assert len(stored) == 1
+        # the route the run took, recorded once it had scored (its fingerprint says log-probs)
+        manifest = json.loads((stored[0] / "manifest.json").read_text())
+        assert manifest["option_access"] == ("sampling" if name == "sampling" else "logprobs")
         assert main(["report", str(stored[0]), "--baseline", str(tmp_path / f"thresholds-{name}"),
                      "--out", str(tmp_path / f"offline-{name}")]) == 0  # fmt: skip
     assert runs["sampling"]["vsi"] is None

@@ -113,6 +113,9 @@ def test_option_access_reads_the_fingerprint():
     assert agreement.option_access({"model_fingerprint": lp[: -len(":lp20")]}) == "sampling"
     assert agreement.option_access({"model_fingerprint": "mypkg:Model-1"}) is None
     assert agreement.option_access({}) is None
+    # what the run recorded after scoring wins: a log-prob server that served none was sampled
+    recorded = {"model_fingerprint": lp, "option_access": "sampling"}
+    assert agreement.option_access(recorded) == "sampling"
 
 
 def test_table_v_logit_vs_sampling_on_shared_samples(runs):
@@ -151,6 +154,12 @@ def test_table_v_logit_vs_sampling_on_shared_samples(runs):
     assert pair["top1_agreement"] == pytest.approx(np.mean(tw == ts), abs=1e-12)
     rho = stats.spearmanr(gw.cell("ras").ravel(), gs.cell("ras").ravel()).statistic
     assert pair["cell_ras_rho"] == pytest.approx(rho, abs=1e-12)
+
+
+def test_same_model_reads_a_path_or_hub_id_by_its_last_component():
+    assert agreement.same_model("tiny-vlm", "work--main--fixtures--tiny-vlm")
+    assert agreement.same_model("Qwen--Qwen2.5-VL-3B-Instruct", "Qwen--Qwen2.5-VL-3B-Instruct")
+    assert not agreement.same_model("tiny-vlm", "work--other-vlm")
 
 
 def test_table_v_without_a_pairing_says_so(runs, tmp_path):
