@@ -26,8 +26,7 @@ OPT_IN_MARKERS = {
     "packaging",
     "browser": "drives headless Chromium; runs only under -m browser (own .ci/run line)",
     "gate_power": "benchmarks/gate_power.py on a miniature configuration; run with -m gate_power",
-    "slow": "multi-process runs (xdist, kills) and repeated whole-suite sessions; run with -m slow "
-    "(own .ci/run line)",
+    "slow": "multi-process runs (xdist, kills); run with -m slow (own .ci/run line)",
     "servers": "against servers benchc did not write (transformers serve); run with -m servers",
 }
 

@@ -39,7 +39,6 @@ def _session_members(sid: int) -> dict[int, str]:
     return out
 
 
-@pytest.mark.slow  # SIGKILLs a suite run with a corruption pool: ~8 s
 def test_sigkilled_run_leaves_no_worker_forkserver_or_tracker(pytester, tmp_path):
     from benchc.data import save_jsonl
     from benchc.data.synthetic import generate

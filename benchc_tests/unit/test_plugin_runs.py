@@ -223,7 +223,6 @@ def test_region_locator_replaces_the_whole_image_fallback(
     assert np.median(located["vsi"]) <= np.median(whole["vsi"])
 
 
-@pytest.mark.slow  # five whole suite sessions on the tiny model: ~17 s
 def test_degraded_model_fails_then_update_passes(
     project, model_dir, medium_dataset, corruption_cache
 ):
