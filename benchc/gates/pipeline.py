@@ -77,7 +77,8 @@ def check_case(
 
 #: The settings a re-record command carries (the suite's option names, ``--image-size``...).
 RECORD_SETTINGS = (
-    "model", "dataset", "corruptions", "severities", "image_size", "seed", "thresholds_dir",
+    "model", "dataset", "corruptions", "severities", "image_size", "seed", "vsi_support",
+    "thresholds_dir",
 )  # fmt: skip
 
 
@@ -99,6 +100,8 @@ def record_command(
         parts.append(f"--image-size={get('image_size')}")
     if get("seed", spec.DEFAULT_SEED) != spec.DEFAULT_SEED:
         parts.append(f"--seed={get('seed')}")
+    if get("vsi_support") not in (None, spec.VSI_SUPPORT):
+        parts.append(f"--vsi-support={get('vsi_support')}")
     where = get("thresholds_dir")
     if where is not None and Path(where).resolve() != (Path.cwd() / "thresholds").resolve():
         parts.append(f"--thresholds-dir={where}")

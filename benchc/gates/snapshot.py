@@ -8,6 +8,7 @@ equality. Under ``--snapshot-update`` a match is exact equality, so improvements
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from syrupy.data import SnapshotCollections
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+from benchc import spec
 from benchc.fsutil import slug as model_slug  # noqa: F401  (the one slug rule)
 from benchc.gates import sidecar
 from benchc.gates.budget import ErrorBudget
@@ -84,6 +86,21 @@ class PayloadSerializerMixin:
             return data.to_json()
         sidecar.remember(data.evidence)
         return data.to_json(evidence_file=sidecar.relpath(data.evidence))
+
+
+def recorded_vsi_support(model_folder: Path) -> str:
+    """The VSI support a model's VSI snapshots were recorded with (docs/spec.md §5), so an
+    offline check and a re-record keep the variant the build gated; the default without one."""
+    from benchc.gates.figures import figures
+
+    for f in figures("vsi", gated_only=True):
+        path = Path(model_folder) / f"{case_name(f'test_vsi[{f.name}]')}.json"
+        try:
+            variant = json.loads(path.read_text())["info"]["vsi_variant"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        return "full" if variant == "vsi (full distribution)" else "top50"
+    return spec.VSI_SUPPORT
 
 
 def load_baseline(path: Path) -> Payload:

@@ -30,7 +30,7 @@ from benchc.gates import (
 from benchc.gates.check import Verdict
 from benchc.gates.rules import check_rules, default_rules, merge_rules
 from benchc.gates.samples import SampleVerdict, sample_verdicts
-from benchc.gates.snapshot import cell_file, load_baseline
+from benchc.gates.snapshot import cell_file, load_baseline, model_slug, recorded_vsi_support
 from benchc.results.reader import StoredRun
 from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
 
@@ -51,6 +51,10 @@ def run_record_command(run: StoredRun, thresholds_dir: Path | None = None) -> st
         "image_size": m.get("settings", {}).get("image_size"), "seed": run.seed,
         "thresholds_dir": thresholds_dir,
     }  # fmt: skip
+    if thresholds_dir is not None:  # keep the VSI variant the snapshots gate
+        settings["vsi_support"] = recorded_vsi_support(
+            Path(thresholds_dir) / model_slug(run.model_name)
+        )
     return pipeline.record_command(settings, defaults=_DEFAULTS)
 
 

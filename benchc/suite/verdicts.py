@@ -8,18 +8,16 @@ paths in its reasons follow the report's one rule (:func:`benchc.fsutil.display_
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import sklearn
 
-from benchc import spec
 from benchc.fsutil import display_path
 from benchc.gates import ErrorBudget, EvidenceError, GridEvidence, Payload, figures
 from benchc.gates.budget import DEFAULT_BUDGET
 from benchc.gates.pipeline import check_case
-from benchc.gates.snapshot import case_name, load_baseline, model_slug
+from benchc.gates.snapshot import case_name, load_baseline, model_slug, recorded_vsi_support
 from benchc.results.reader import StoredRun, read_run
 from benchc.results.store import StoreError
 from benchc.suite.payloads import build_payload, grid_payloads
@@ -86,7 +84,7 @@ def collect(
         cases.update(grid_payloads(grid, info=info, z_for=placeholder, **common))
     folder = Path(thresholds_dir) / model_slug(run.model_name)
     if vsi_run.vsi is not None:
-        support = _recorded_support(folder)
+        support = recorded_vsi_support(folder)
         ev = vsi_evidence(vsi_run.vsi, list(vsi_run.ids), support)
         vsi_info = {**info, **{k: v for k, v in _settings(vsi_run).items() if k != "seed"}}
         vsi_info["vsi_variant"] = vsi_variant(vsi_run.vsi, support)
@@ -116,19 +114,6 @@ def collect(
             continue
         records.extend(o.to_dict(case) for o in result.verdict.outcomes)
     return records
-
-
-def _recorded_support(folder: Path) -> str:
-    """The VSI support the VSI snapshots were recorded with (a report re-checks the variant the
-    build gated); the default when there is none."""
-    for f in figures("vsi", gated_only=True):
-        path = folder / f"{case_name(f'test_vsi[{f.name}]')}.json"
-        try:
-            variant = json.loads(path.read_text())["info"]["vsi_variant"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        return "full" if variant == "vsi (full distribution)" else "top50"
-    return spec.VSI_SUPPORT
 
 
 def _unchecked(case: str, key: str, reason: str) -> dict[str, Any]:

@@ -86,6 +86,17 @@ def test_one_record_command_for_a_config_and_a_stored_run(tmp_path):
     assert (
         record_command({"seed": spec.DEFAULT_SEED}) == "pytest benchc_tests/suite --snapshot-update"
     )
+    # a non-default VSI support is carried, live and from snapshots recorded under it
+    full = replace(cfg, vsi_support="full")
+    assert "--vsi-support=full" in cfg_command(full)
+    folder = tmp_path / "thresholds" / run.model_name
+    folder.mkdir(parents=True)
+    (folder / "test_vsi-gap.json").write_text(
+        '{"info": {"vsi_variant": "vsi (full distribution)"}}'
+    )
+    assert run_record_command(run, tmp_path / "thresholds") == cfg_command(
+        replace(full, thresholds_dir=tmp_path / "thresholds")
+    )
 
 
 def test_sweep_unreferenced_keeps_what_a_snapshot_names(tmp_path: Path):
