@@ -211,10 +211,15 @@ def _meta(run: StoredRun, label: str) -> dict[str, Any]:
 
 
 def series_from_run(
-    run: StoredRun, label: str, *, n_boot: int = N_BOOT, vsi_ref: VSIEvidence | None = None
+    run: StoredRun,
+    label: str,
+    *,
+    n_boot: int = N_BOOT,
+    vsi_ref: VSIEvidence | None = None,
+    vsi_support: str = spec.VSI_SUPPORT,
 ) -> dict[str, Any]:
     """Every block of one stored run; ``vsi_ref``: the evidence whose low-VSI pool its VSI
-    Table 2 is read on (docs/spec.md §5)."""
+    Table 2 is read on, ``vsi_support`` the VSI the gates read (docs/spec.md §5)."""
     g = run.grid
     out = _meta(run, label)
     if g is None:
@@ -231,7 +236,7 @@ def series_from_run(
             trajectories=trajectories(g),
             families=families(cv, run.corruptions, run.severities),
         )
-    out["vsi"] = vsi_block(run, ref=vsi_ref)
+    out["vsi"] = vsi_block(run, support=vsi_support, ref=vsi_ref)
     out["missing"] = run_missing(run, out["vsi"])
     return out
 
@@ -355,6 +360,7 @@ def build(
     record_command: str | None = None,
     drilldown: list[dict[str, Any]] | None = None,
     n_boot: int = N_BOOT,
+    vsi_support: str = spec.VSI_SUPPORT,
 ) -> dict[str, Any]:
     """The report document of ``runs`` (one: a run against its baseline; several: compared).
 
@@ -366,13 +372,11 @@ def build(
         raise ValueError("build: no runs to report")
     labels = list(labels) if labels else _default_labels(runs)
     first = runs[0]
-    ref = vsi_reference(runs, baseline, baseline_run)
-    series = [
-        series_from_run(r, lab, n_boot=n_boot, vsi_ref=ref)
-        for r, lab in zip(runs, labels, strict=True)
-    ]
+    ref = vsi_reference(runs, baseline, baseline_run, vsi_support)
+    kw = {"n_boot": n_boot, "vsi_ref": ref, "vsi_support": vsi_support}
+    series = [series_from_run(r, lab, **kw) for r, lab in zip(runs, labels, strict=True)]
     if baseline is not None and not baseline.empty and baseline_run is not None:
-        b = series_from_run(baseline_run, "baseline", n_boot=n_boot, vsi_ref=ref)
+        b = series_from_run(baseline_run, "baseline", **kw)
         b.update(
             kind="baseline",
             source=f"{display_path(baseline.folder)} ({display_path(baseline_run.path)})",
@@ -413,17 +417,18 @@ def vsi_reference(
     runs: Sequence[StoredRun],
     baseline: snap.SnapshotBaseline | None,
     baseline_run: StoredRun | None,
+    support: str = spec.VSI_SUPPORT,
 ) -> VSIEvidence | None:
     """Whose low-VSI pool every series' Table 2 is read on (docs/spec.md §5: one pool, fixed
     by one reference model): the baseline's (its run, else its snapshot's VSI evidence); in a
     comparison without one, the first run's."""
     if baseline_run is not None and baseline_run.vsi is not None:
-        return run_evidence(baseline_run)
+        return run_evidence(baseline_run, support)
     if baseline is not None and not baseline.empty:
         ev = snap.baseline_vsi_evidence(baseline)
         if ev is not None:
             return ev
-    return run_evidence(runs[0]) if len(runs) > 1 else None
+    return run_evidence(runs[0], support) if len(runs) > 1 else None
 
 
 def _default_labels(runs: Sequence[StoredRun]) -> list[str]:

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchc import spec
 from benchc.fsutil import display_path
+from benchc.gates.snapshot import model_slug, recorded_vsi_support
 from benchc.report import agreement, data, drill, page, plots
 from benchc.report import baseline as snap
 from benchc.results.reader import StoredRun, read_run
@@ -74,15 +76,23 @@ def write_report(
     images: bool = True,
     n_boot: int = data.N_BOOT,
     vsi_dir: Path | None = None,
+    vsi_support: str | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
 
     ``verdicts``: the gate verdict dicts of this run (pytest passes what its gates produced);
     None with a ``thresholds_dir`` asks the gates to re-check the stored run offline. The
     baseline's per-pair figures come from the snapshots' evidence sidecars; ``vsi_dir`` is the
-    run folder of the VSI arrays when the VSI gates have their own dataset.
+    run folder of the VSI arrays when the VSI gates have their own dataset; ``vsi_support``
+    the VSI the gates read (default: what the snapshots were recorded with, docs/spec.md §5).
     """
     run = read_run(run_dir, vsi_dir=vsi_dir)
+    if vsi_support is None:
+        vsi_support = (
+            recorded_vsi_support(Path(thresholds_dir) / model_slug(run.model_name))
+            if thresholds_dir is not None
+            else spec.VSI_SUPPORT
+        )
     base = snap.read_snapshots(thresholds_dir, run.model_name) if thresholds_dir else None
     base_run = snap.evidence_run(base) if base is not None and not base.empty else None
     if verdicts is None and thresholds_dir is not None:
@@ -102,6 +112,7 @@ def write_report(
         record_command=record_command or record_command_for(run, thresholds_dir),
         drilldown=items,
         n_boot=n_boot,
+        vsi_support=vsi_support,
     )
     return _write(doc, out_dir, note)
 

@@ -33,6 +33,7 @@ def write_reports(cfg: SuiteConfig, run_dirs: Iterable[str], verdicts: list[dict
                 verdicts=verdicts,
                 verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
                 record_command=record_command(cfg),
+                vsi_support=cfg.vsi_support,
             )
         else:
             page = compare_runs([g for g, _ in groups], cfg.report, vsi_dirs=[v for _, v in groups])

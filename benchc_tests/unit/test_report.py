@@ -648,3 +648,12 @@ def test_a_run_stored_before_the_whole_image_pass_still_reports_its_vsi(tmp_path
     assert [r["variant"] for r in v["table1"]] == ["region blur"] and v["signals"] is None
     assert any("whole-image VSI" in m for m in v["missing"])
     assert any("error signals" in m for m in v["missing"])
+
+
+def test_the_report_gates_the_support_the_run_gated(run_dir, tmp_path):
+    from benchc.report import write_report
+
+    page = write_report(run_dir, tmp_path / "full", vsi_support="full", n_boot=20, images=False)
+    v = json.loads((page.parent / "report.json").read_text())["series"][0]["vsi"]
+    assert v["support"] == "full" and v["variants"]["full"]["gated"]
+    assert not v["variants"]["top50"]["gated"] and v["variant"] == "vsi"
