@@ -22,6 +22,7 @@ import numpy as np
 from scipy import stats
 
 from benchc import spec
+from benchc.gates.evidence import vsi_values
 from benchc.metrics import GridMetrics, compute_grid
 from benchc.metrics.ranking import TABLE_VI_METRICS, rank_table_from_grids
 from benchc.metrics.signals import spearman_bootstrap_ci, spearman_permutation
@@ -92,11 +93,13 @@ def vsi_pair(
     *,
     n_resamples: int = PERMUTATION_RESAMPLES,
     n_boot: int = BOOTSTRAP_RESAMPLES,
+    support: str = spec.VSI_SUPPORT,
 ) -> dict[str, Any]:
-    """Rho, p, CI and low-VSI Jaccard of two runs' per-sample VSI on their shared ids."""
+    """Rho, p, CI and low-VSI Jaccard of two runs' per-sample VSI (on ``support``, the one the
+    gates read) on their shared ids."""
     ia, ib = _shared(a.vsi_ids or a.ids, b.vsi_ids or b.ids)
-    va = np.asarray(a.vsi["vsi"], np.float64)[ia]  # type: ignore[index]
-    vb = np.asarray(b.vsi["vsi"], np.float64)[ib]  # type: ignore[index]
+    va = vsi_values(a.vsi, support)[ia]  # type: ignore[arg-type]
+    vb = vsi_values(b.vsi, support)[ib]  # type: ignore[arg-type]
     ok = np.isfinite(va) & np.isfinite(vb)
     va, vb = va[ok], vb[ok]
     out: dict[str, Any] = {"n_shared": int(va.size), "rho": None, "p_value": None, "ci": None}
@@ -130,11 +133,13 @@ def vsi_agreement(
     *,
     n_resamples: int = PERMUTATION_RESAMPLES,
     n_boot: int = BOOTSTRAP_RESAMPLES,
+    support: str = spec.VSI_SUPPORT,
 ) -> dict[str, Any]:
     """Every pair of runs with VSI arrays, in input order."""
     have = [(r, lab) for r, lab in zip(runs, labels, strict=True) if r.vsi is not None]
+    kw = {"n_resamples": n_resamples, "n_boot": n_boot, "support": support}
     pairs = [
-        {"a": la, "b": lb, **vsi_pair(ra, rb, n_resamples=n_resamples, n_boot=n_boot)}
+        {"a": la, "b": lb, **vsi_pair(ra, rb, **kw)}
         for i, (ra, la) in enumerate(have)
         for rb, lb in have[i + 1 :]
     ]
@@ -147,6 +152,7 @@ def vsi_agreement(
         "n_boot": n_boot,
         "bootstrap_seed": BOOTSTRAP_SEED,
         "low_vsi": spec.VSI_INSENSITIVE,
+        "support": support,
         "pairs": pairs,
         "note": note,
     }

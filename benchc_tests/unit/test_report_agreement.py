@@ -49,13 +49,14 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 
 
 def _vsi_by_id(run) -> dict[str, float]:
-    return dict(zip(run.vsi_ids or run.ids, run.vsi["vsi"].tolist(), strict=True))
+    return dict(zip(run.vsi_ids or run.ids, run.vsi["vsi_top50"].tolist(), strict=True))
 
 
 def test_vsi_rank_agreement_matches_scipy_on_shared_ids(runs):
     a, b = read_run(runs["white"]), read_run(runs["other"])
     got = agreement.vsi_agreement([a, b], ["A", "B"], n_resamples=N_PERM, n_boot=N_BOOT)
     assert got["permutation_seed"] == 42 and got["bootstrap_seed"] == 42
+    assert got["support"] == "top50"  # the VSI the gates read
     (pair,) = got["pairs"]
     va, vb = _vsi_by_id(a), _vsi_by_id(b)
     shared = [sid for sid in a.ids if sid in vb]
