@@ -70,6 +70,9 @@ VSI_FLOOR: Final[float] = 1e-12
 #: Which VSI the gates read (``--vsi-support``): the full-vocabulary KL or the top-50 variant.
 VSI_SUPPORTS: Final[tuple[str, ...]] = ("full", "top50")
 VSI_SUPPORT: Final[str] = "top50"
+#: The name each support's gated VSI is recorded under (``vsi_variant`` in a VSI snapshot); a
+#: server's top-k VSI is ``vsi_top<k>`` whichever support was asked for.
+VSI_VARIANTS: Final[dict[str, str]] = {"full": "vsi (full distribution)", "top50": "vsi_top50"}
 #: The VSI paper's statistics (App. E): bootstrap B = 1000, permutation tests 10^5 shuffles,
 #: seed 42 for both (Table 3 intervals, cross-model rank agreement).
 VSI_PAPER_SEED: Final[int] = 42

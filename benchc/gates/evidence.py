@@ -322,9 +322,7 @@ class VSIEvidence(Evidence):
         feats = None
         if "features_clean" in arrays and "features_blur" in arrays:
             feats = (arrays["features_clean"], arrays["features_blur"])
-        pool = low_pool(vsi) if pool is None else np.asarray(pool, dtype=bool)
-        ev = cls(ids, vsi, changed, np.full(len(ids), np.nan), pool, features=feats)
-        return ev.probed()
+        return cls(ids, vsi, changed, np.full(len(ids), np.nan), pool, features=feats).probed()
 
     def probed(
         self, pool: np.ndarray | None = None, control: np.ndarray | None = None

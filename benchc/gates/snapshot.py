@@ -99,7 +99,7 @@ def recorded_vsi_support(model_folder: Path) -> str:
             variant = json.loads(path.read_text())["info"]["vsi_variant"]
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        return "full" if variant == "vsi (full distribution)" else "top50"
+        return "full" if variant == spec.VSI_VARIANTS["full"] else "top50"
     return spec.VSI_SUPPORT
 
 

@@ -167,21 +167,24 @@ def vsi_block(
         missing.append(f"full next-token distribution (VSI is the top-{k} variant)")
     if "features_clean" not in a or "features_blur" not in a:
         missing.append("vision tower (no gap probe: the encoder-LLM gap is undefined)")
-    ev, source = on_pool(run_evidence(run, support), ref)
+    # each support's own evidence once (probes fitted on its own pool); a server's top-k VSI
+    # is its only support, named by its k
+    names = {support: f"top{k}"} if k else {sup: sup for sup in spec.VSI_SUPPORTS}
+    own = {sup: run_evidence(run, sup) for sup in names}
+    ev, source = on_pool(own[support], ref)
     fig = ev.figures()
     vsi = np.asarray(ev.vsi, dtype=np.float64)
+    rows = {sup: distribution_row(own[sup].vsi) for sup in names}
     variants = {}
-    # a server's top-k VSI is its only support, named by its k
-    for sup, name in ((s, s) for s in spec.VSI_SUPPORTS) if not k else [(support, f"top{k}")]:
-        own = run_evidence(run, sup)
-        figs = own.figures()
+    for sup, name in names.items():
+        figs = own[sup].figures()
         variants[name] = {
             "gated": sup == support,
-            **distribution_row(own.vsi),
+            **rows[sup],
             "insensitive_fraction": _num(figs["insensitive_fraction"]),
             "gap": _num(figs["gap"]),
         }
-    table1 = [{"variant": "region blur", **distribution_row(vsi)}]
+    table1 = [{"variant": "region blur", **rows[support]}]
     if "vsi_whole" in a:
         whole = vsi_values(_whole(a), support)
         table1.append({"variant": "whole image", **distribution_row(whole)})

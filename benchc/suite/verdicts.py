@@ -11,8 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import sklearn
-
 from benchc.fsutil import display_path
 from benchc.gates import ErrorBudget, EvidenceError, GridEvidence, Payload, figures
 from benchc.gates.budget import DEFAULT_BUDGET
@@ -21,7 +19,8 @@ from benchc.gates.snapshot import case_name, load_baseline, model_slug, recorded
 from benchc.results.reader import StoredRun, read_run
 from benchc.results.store import StoreError
 from benchc.suite.payloads import build_payload, grid_payloads
-from benchc.suite.vsi import vsi_evidence, vsi_variant
+from benchc.suite.vsi import vsi_evidence
+from benchc.suite.vsi import vsi_info as suite_vsi_info
 
 #: Offline case key (see :func:`benchc.suite.payloads.grid_payloads`) -> pytest case name.
 _TEST = {"cell": "test_cell", "family": "test_family", "model": "test_model", "vsi": "test_vsi"}
@@ -86,9 +85,14 @@ def collect(
     if vsi_run.vsi is not None:
         support = recorded_vsi_support(folder)
         ev = vsi_evidence(vsi_run.vsi, list(vsi_run.ids), support)
-        vsi_info = {**info, **{k: v for k, v in _settings(vsi_run).items() if k != "seed"}}
-        vsi_info["vsi_variant"] = vsi_variant(vsi_run.vsi, support)
-        vsi_info["sklearn"] = sklearn.__version__
+        # the live suite's VSI info (variant, sklearn, regions); the locator as the stored name
+        # records it ("vsi-blur.<locator slug>")
+        locator = (vsi_run.vsi_name or "").partition(".")[2] or "none"
+        vsi_info = {
+            **info,
+            **{k: v for k, v in _settings(vsi_run).items() if k != "seed"},
+            **suite_vsi_info(vsi_run.vsi, locator, support),
+        }
         vsi_common = {**common, "dataset": vsi_run.dataset_name}
         for f in figures("vsi", gated_only=True):
             cases[f"vsi:{f.name}"] = build_payload(

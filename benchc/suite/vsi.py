@@ -140,7 +140,7 @@ def vsi_variant(arrays: dict[str, np.ndarray], support: str = spec.VSI_SUPPORT) 
     k = int(arrays["vsi_topk"][0]) if "vsi_topk" in arrays and arrays["vsi_topk"].size else 0
     if k:
         return f"vsi_top{k}"
-    return "vsi_top50" if support == "top50" else "vsi (full distribution)"
+    return spec.VSI_VARIANTS[support]
 
 
 def vsi_info(
