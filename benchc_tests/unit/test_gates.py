@@ -346,3 +346,28 @@ def test_budget_over_payloads_counts_each_case_rules_as_its_gates():
     b = ErrorBudget.for_payloads(0.01, cases.values())
     assert dict(b.gates) == {"cell": 4 * 4, "family": 2 * 4, "model": 6}
     assert b.z("model") == pytest.approx(ErrorBudget(0.01, dict(b.gates)).z("model"))
+
+
+def test_the_re_probe_on_a_baseline_pool_is_fitted_once_per_pair():
+    rng = np.random.default_rng(4)
+    n = 120
+    clean = rng.normal(size=(n, 5))
+    arrays = {
+        "vsi": rng.lognormal(-2.0, 1.5, size=n),
+        "top1_clean": np.zeros(n, int),
+        "top1_blur": (rng.random(n) < 0.3).astype(int),
+        "features_clean": clean,
+        "features_blur": clean + 1.0 + rng.normal(scale=0.5, size=(n, 5)),
+    }
+    ids = [f"s{i}" for i in range(n)]
+    base = VSIEvidence.from_run(arrays, ids, support="full")
+    cur = VSIEvidence.from_run({**arrays, "vsi": arrays["vsi"][::-1].copy()}, ids, support="full")
+    first, _ = cur.paired_with(base)
+    again, _ = cur.paired_with(base)
+    assert again is first  # the second VSI case of the run reuses the fit
+    fresh = cur.probed(base.pool, base.control)
+    np.testing.assert_array_equal(first.probe_correct, fresh.probe_correct)
+    # other features (another model's tower) are never served the cached fit
+    moved = {**arrays, "features_blur": arrays["features_blur"] + 0.1}
+    other = VSIEvidence.from_run({**moved, "vsi": cur.vsi}, ids, support="full")
+    assert other.paired_with(base)[0] is not first
