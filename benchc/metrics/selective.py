@@ -15,13 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-from benchc.metrics.signals import auroc_error, prr
+from benchc.metrics.signals import auroc_error, prr, prr_rows
 from benchc.spec import VSI_PAPER_N_BOOT, VSI_PAPER_SEED
 
 __all__ = [
     "SignalScore",
     "auroc_replicates",
-    "prr_replicates",
     "reliability",
     "signal_table",
 ]
@@ -47,22 +46,6 @@ def auroc_replicates(errors: np.ndarray, risk: np.ndarray) -> np.ndarray:
     u = (r * e).sum(axis=1) - n_pos * (n_pos + 1) / 2.0
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where((n_pos > 0) & (n_neg > 0), u / (n_pos * n_neg), np.nan)
-
-
-def prr_replicates(errors: np.ndarray, risk: np.ndarray, coverage: float = 0.8) -> np.ndarray:
-    """PRR at ``coverage`` (:func:`benchc.metrics.signals.prr`) of each row (B, N)."""
-    e = np.asarray(errors, dtype=bool)
-    r = np.asarray(risk, dtype=np.float64)
-    n = e.shape[1]
-    n_keep = int(np.floor(coverage * n + 0.5))
-    order = np.argsort(-r, axis=1, kind="stable")[:, n - n_keep :]
-    kept = np.take_along_axis(e, order, axis=1)
-    base = e.mean(axis=1)
-    risk_signal = kept.mean(axis=1) if n_keep else np.full(e.shape[0], np.nan)
-    oracle = np.maximum(e.sum(axis=1) - (n - n_keep), 0) / max(n_keep, 1)
-    gain = base - oracle
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(gain > 0, (base - risk_signal) / gain, np.nan)
 
 
 def _ci(values: np.ndarray) -> tuple[float, float]:
@@ -97,7 +80,7 @@ def signal_table(
             auroc_error(e, r),
             _ci(auroc_replicates(e[idx], r[idx])),
             prr(e, r, coverage),
-            _ci(prr_replicates(e[idx], r[idx], coverage)),
+            _ci(prr_rows(e[idx], r[idx], coverage)),
         )
     return out
 

@@ -24,6 +24,7 @@ __all__ = [
     "brier",
     "ece",
     "prr",
+    "prr_rows",
     "spearman_bootstrap_ci",
     "spearman_permutation",
     "zscore_hybrid",
@@ -77,17 +78,25 @@ def prr(errors: np.ndarray, risk: np.ndarray, coverage: float = 0.8) -> float:
     r = _vec(risk, "risk", e.shape[0])
     if not 0 < coverage <= 1:
         raise ValueError(f"prr: coverage must be in (0, 1], got {coverage}")
-    n = e.shape[0]
-    n_keep = int(np.floor(coverage * n + 0.5))  # round half up
-    base = e.mean() if n else float("nan")
-    keep = np.argsort(-r, kind="stable")[n - n_keep :]
-    risk_signal = e[keep].mean() if n_keep else float("nan")
-    n_err_oracle = max(int(e.sum()) - (n - n_keep), 0)
-    risk_oracle = n_err_oracle / n_keep if n_keep else float("nan")
-    gain = base - risk_oracle
-    if not n or not gain > 0:
+    if not e.size:
         return float("nan")
-    return float((base - risk_signal) / gain)
+    return float(prr_rows(e[None], r[None], coverage)[0])
+
+
+def prr_rows(errors: np.ndarray, risk: np.ndarray, coverage: float = 0.8) -> np.ndarray:
+    """:func:`prr` of each row of ``errors``/``risk`` (B, N) at once (bootstrap replicates),
+    unvalidated: the one definition :func:`prr` also runs."""
+    e = np.asarray(errors, dtype=bool)
+    r = np.asarray(risk, dtype=np.float64)
+    n = e.shape[1]
+    n_keep = int(np.floor(coverage * n + 0.5))  # round half up
+    keep = np.argsort(-r, axis=1, kind="stable")[:, n - n_keep :]
+    base = e.mean(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        risk_signal = np.take_along_axis(e, keep, axis=1).mean(axis=1)
+        oracle = np.maximum(e.sum(axis=1) - (n - n_keep), 0) / n_keep
+        gain = base - oracle
+        return np.where(gain > 0, (base - risk_signal) / gain, np.nan)
 
 
 def zscore_hybrid(signals: np.ndarray, cells: np.ndarray | None = None) -> np.ndarray:
