@@ -328,7 +328,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--cache-dir",
         "cache_dir",
-        "corruption cache (default $BENCHC_CACHE_DIR or ~/.cache/benchc/corruptions)",
+        "corruption cache (default $BENCHC_CACHE_DIR, else $XDG_CACHE_HOME/benchc/corruptions, "
+        "else ~/.cache/benchc/corruptions)",
         metavar="DIR",
         env="BENCHC_CACHE_DIR",
         finish=_path,
