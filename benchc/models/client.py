@@ -4,9 +4,9 @@ Why not plain ``urllib``: a new TCP connection per request and no pooling cost ~
 CPU per 448 px query, which a GPU fleet answering hundreds per second would wait on. This keeps
 ``concurrency`` keep-alive connections open (``httpx``), retries network errors and retryable
 statuses with jittered exponential backoff, honours ``Retry-After`` on 429 / 503, reads the API
-key from the environment, and learns once per session which optional request fields the server rejects
-(a 400 / 422 naming them, or, when the error names nothing, by dropping them one at a time):
-those are left out of every later request and reported in :attr:`ChatClient.dropped`.
+key from the environment, and learns once per session which optional request fields the server
+rejects (a 400 / 422 naming them, or, when the error names nothing, by dropping them one at a
+time): those are left out of every later request and reported in :attr:`ChatClient.dropped`.
 """
 
 from __future__ import annotations
