@@ -419,6 +419,35 @@ OPTIONS: tuple[Option, ...] = (
         "a gate that cannot be checked fails instead of being reported (release CI)",
         switch=True,
     ),
+    # -- after the run: the per-sample log and the exporters (docs/guides/exporters.md) ------
+    Option(
+        "--log-samples",
+        "log_samples",
+        "write samples.jsonl (every sample's answer, option probabilities and correctness per "
+        "condition, and its VSI) next to the --report, else into the run's results folder",
+        switch=True,
+    ),
+    Option(
+        "--wandb",
+        "wandb",
+        "log verdict, gated figures, environment and report to this W&B project "
+        "(benchc[wandb]; WANDB_MODE=offline writes the run files only)",
+        metavar="PROJECT",
+    ),
+    Option(
+        "--mlflow",
+        "mlflow",
+        "log verdict, gated figures, environment and report to this MLflow experiment "
+        "(benchc[mlflow]; server from MLFLOW_TRACKING_URI)",
+        metavar="EXPERIMENT",
+    ),
+    Option(
+        "--push-to-hub",
+        "push_to_hub",
+        "upload report, report.json, snapshots and a dataset card to this Hugging Face "
+        "dataset repo (benchc[hub]; token from HF_TOKEN)",
+        metavar="REPO",
+    ),
     # no knob: "" converts to {} (argparse converts a string default like a given value)
     Option("--benchc-degrade", "degrade", "", default="", type=parse_degrade, hidden=True),
 )

@@ -13,29 +13,37 @@ from benchc.suite.config import SuiteConfig
 
 def write_reports(cfg: SuiteConfig, run_dirs: Iterable[str], verdicts: list[dict] | None) -> None:
     """``--report DIR``: the HTML page and JSON of this run with its gate verdicts; the
-    Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it."""
+    Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it; then
+    ``--log-samples`` and the exporters (:mod:`benchc.export.session`)."""
     from benchc.report import ci
 
     dirs = [Path(d) for d in sorted(run_dirs)]
     page = None
     if cfg.report is not None and dirs:
-        from benchc.report import compare_runs, write_report
-        from benchc.results.reader import group_runs
-        from benchc.suite.gate import record_command
-
-        groups = group_runs(dirs)  # the grid run and, with its own dataset, the VSI run
-        if len(groups) == 1:
-            page = write_report(
-                groups[0][0],
-                cfg.report,
-                vsi_dir=groups[0][1],
-                thresholds_dir=cfg.thresholds_dir,
-                verdicts=verdicts,
-                verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
-                record_command=record_command(cfg),
-                vsi_support=cfg.vsi_support,
-            )
-        else:
-            page = compare_runs([g for g, _ in groups], cfg.report, vsi_dirs=[v for _, v in groups])
+        page = write_page(cfg, dirs, verdicts, cfg.report)
     if verdicts:
         ci.write_step_summary(verdicts, report=str(page) if page else None)
+    from benchc.export.session import after_run
+
+    after_run(cfg, dirs, verdicts, write_page)
+
+
+def write_page(cfg: SuiteConfig, dirs: list[Path], verdicts: list[dict] | None, out: Path) -> Path:
+    """The report of ``dirs`` in ``out``: one run (with its VSI run) or several compared."""
+    from benchc.report import compare_runs, write_report
+    from benchc.results.reader import group_runs
+    from benchc.suite.gate import record_command
+
+    groups = group_runs(dirs)  # the grid run and, with its own dataset, the VSI run
+    if len(groups) == 1:
+        return write_report(
+            groups[0][0],
+            out,
+            vsi_dir=groups[0][1],
+            thresholds_dir=cfg.thresholds_dir,
+            verdicts=verdicts,
+            verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
+            record_command=record_command(cfg),
+            vsi_support=cfg.vsi_support,
+        )
+    return compare_runs([g for g, _ in groups], out, vsi_dirs=[v for _, v in groups])

@@ -44,6 +44,10 @@ EXAMPLES = {
     "--vsi-dataset": ("org/vsi", "org/vsi"),
     "--false-alarm-budget": ("0.05", 0.05),
     "--strict-gates": (None, True),
+    "--log-samples": (None, True),
+    "--wandb": ("proj", "proj"),
+    "--mlflow": ("exp", "exp"),
+    "--push-to-hub": ("org/reports", "org/reports"),
     "--benchc-degrade": ("damp=0.3", {"damp": 0.3}),
 }
 
