@@ -9,7 +9,7 @@ with ``wandb sync``), ``WANDB_ENTITY`` / ``WANDB_API_KEY`` as usual.
 from __future__ import annotations
 
 import json
-import tempfile
+import shutil
 from pathlib import Path
 
 from benchc.export import require
@@ -36,15 +36,18 @@ def export(bundle: Bundle, project: str) -> Path:
             {"verdict": bundle.verdict, **{f"gates/{k}": v for k, v in bundle.counts.items()},
              **bundle.metrics}
         )  # fmt: skip
+        # copies in the run's own folder (uploaded at finish, or by ``wandb sync``): the report
+        # folder may be a temporary one that is gone before an offline run is synced
+        files = Path(run.dir)
+        for path in bundle.files:
+            shutil.copy2(path, files / path.name)
+        (files / "benchc-summary.json").write_text(
+            json.dumps(bundle.summary(), indent=1, sort_keys=True) + "\n", encoding="utf-8"
+        )
         artifact = wandb.Artifact(f"benchc-report-{run.id}", type=ARTIFACT_TYPE)
-        with tempfile.TemporaryDirectory() as tmp:
-            summary = Path(tmp) / "benchc-summary.json"
-            summary.write_text(json.dumps(bundle.summary(), indent=1, sort_keys=True))
-            for path in [*bundle.files, summary]:
-                artifact.add_file(str(path), name=path.name)
-                run.save(str(path), base_path=str(path.parent), policy="now")
-            run.log_artifact(artifact)
-            folder = Path(run.dir).parent
-        return folder
+        for path in [*bundle.files, files / "benchc-summary.json"]:
+            artifact.add_file(str(files / path.name), name=path.name)
+        run.log_artifact(artifact)
+        return files.parent
     finally:
         run.finish()
