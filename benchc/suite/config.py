@@ -76,6 +76,8 @@ class SuiteConfig:
     allow_outside_root: bool = _d("allow_outside_root")
     #: Seconds to wait for a results lock held by another host (None: BENCHC_LOCK_TIMEOUT/600).
     lock_timeout: float | None = _d("lock_timeout")
+    #: ``--dataset-args``: dataset field -> column of a Hugging Face / Hub dataset.
+    dataset_args: dict[str, str] = field(default_factory=dict)
     #: After the run (docs/guides/exporters.md): the per-sample log and the exporters' targets.
     log_samples: bool = _d("log_samples")
     wandb: str | None = _d("wandb")

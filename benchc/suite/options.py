@@ -94,6 +94,13 @@ def parse_degrade(text: str | None) -> dict[str, float]:
     return out
 
 
+def _dataset_args(text: str) -> dict[str, str]:
+    """``--dataset-args``: ``field=column,...`` (:func:`benchc.data.hf.parse_columns`)."""
+    from benchc.data.hf import parse_columns
+
+    return parse_columns(text)
+
+
 def _number(kind: type, bad: Callable[[Any], bool], rule: str) -> Callable[[str], Any]:
     """A ``type=`` converter: ``kind(text)``, refused when ``bad`` (the message names the value)."""
 
@@ -266,11 +273,21 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--dataset",
         "dataset",
-        "dataset folder or file (default: fixtures/testbed)",
+        "dataset folder or file, or a Hub dataset id org/name[:config[:split]] "
+        "(default: fixtures/testbed)",
         default=DEFAULT_DATASET,
         metavar="PATH",
         blank_is_default=True,
         finish=_source,
+    ),
+    Option(
+        "--dataset-args",
+        "dataset_args",
+        "column mapping of a Hugging Face / Hub dataset: field=column,... e.g. "
+        "question=prompt,options=A|B|C|D,answer=label (docs/guides/datasets.md)",
+        default="",
+        type=_dataset_args,
+        metavar="F=COL,...",
     ),
     Option(
         "--corruptions",

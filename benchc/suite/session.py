@@ -40,7 +40,10 @@ def open_dataset(cfg: SuiteConfig) -> Dataset:
 
     try:
         dataset = load_dataset(
-            cfg.dataset, lenient=cfg.lenient, allow_outside_root=cfg.allow_outside_root
+            cfg.dataset,
+            lenient=cfg.lenient,
+            allow_outside_root=cfg.allow_outside_root,
+            columns=cfg.dataset_args or None,
         )
         dataset = check_for_run(dataset, cfg.resolved_image_size(), lenient=cfg.lenient)
     except Exception as exc:

@@ -24,6 +24,7 @@ EXAMPLES = {
     "--revision": ("v1", "v1"),
     "--trust-remote-code": (None, True),
     "--dataset": ("data", "rootdir/data"),
+    "--dataset-args": ("options=A|B,answer=label", {"options": "A|B", "answer": "label"}),
     "--corruptions": ("blur", spec.FAMILIES["blur"]),
     "--severities": ("2-3", (2, 3)),
     "--image-size": ("224", 224),
