@@ -11,14 +11,14 @@ import pytest
 
 from benchc.export import hub
 from benchc.results.sample_log import SCHEMA
+from benchc_tests.unit import test_plugin_runs as runs
 from benchc_tests.unit.test_data_hub import MAPPING, _write_hub_folder
-from benchc_tests.unit.test_plugin_runs import (  # noqa: F401  (fixtures)
-    _args,
-    _heavy_modules_loaded,
-    corruption_cache,
-    model_dir,
-    project,
-)
+
+# The end-to-end runs' fixtures: the warm stack, the embedded model, the corruption cache.
+_heavy_modules_loaded = runs._heavy_modules_loaded
+model_dir = runs.model_dir
+corruption_cache = runs.corruption_cache
+project = runs.project
 
 pytest_plugins = ["pytester"]
 
@@ -45,7 +45,7 @@ def test_hub_dataset_log_samples_and_push_to_hub(
 
     monkeypatch.setattr(hub, "upload", upload)
     root = project.path
-    args = _args(model_dir, Path(f"{folder}::test"), corruption_cache, root)
+    args = runs._args(model_dir, Path(f"{folder}::test"), corruption_cache, root)
     report = root / "report"
     result = project.runpytest_inprocess(
         *args, f"--dataset-args={MAPPING}", "--log-samples", "--push-to-hub=org/reports",
