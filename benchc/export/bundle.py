@@ -22,8 +22,8 @@ ENV_PACKAGES = (
     "benchc", "numpy", "scipy", "scikit-learn", "torch", "transformers", "pillow",
     "imagecorruptions-imaug",
 )  # fmt: skip
-#: Report files an export carries when present (``samples.jsonl``: ``--log-samples``).
-REPORT_FILES = ("report.html", "report.json", "samples.jsonl")
+#: Report files an export carries when present (``sample-log.jsonl``: ``--log-samples``).
+REPORT_FILES = ("report.html", "report.json", "sample-log.jsonl")
 
 
 def environment() -> dict[str, str]:

@@ -24,7 +24,7 @@ from benchc.results.reader import SAMPLES, StoredRun, read_run, vsi_files
 from benchc.results.store import load_npz
 
 #: The file name next to ``report.json``.
-SAMPLE_LOG = "samples.jsonl"
+SAMPLE_LOG = "sample-log.jsonl"
 #: Bumped whenever a field changes meaning or goes away (new fields keep the version).
 SCHEMA = "benchc-samples/1"
 #: Probabilities are rounded to this many decimals (float32 logits carry ~7 digits).
@@ -104,7 +104,7 @@ def records(run_dir: Path, *, role: str = "grid") -> Iterator[dict[str, Any]]:
 
 
 def write_sample_log(groups: Sequence[tuple[Path, Path | None]], out_dir: Path) -> Path:
-    """Write ``out_dir/samples.jsonl`` atomically for ``groups``, each ``(grid run folder, VSI
+    """Write ``out_dir/sample-log.jsonl`` atomically for ``groups``, each ``(grid run folder, VSI
     run folder or None)`` as :func:`benchc.results.reader.group_runs` pairs them: a VSI run of
     its own dataset adds its samples as ``role: "vsi"`` lines. Returns the file's path."""
     folders: list[tuple[Path, str]] = []

@@ -440,7 +440,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--log-samples",
         "log_samples",
-        "write samples.jsonl (every sample's answer, option probabilities and correctness per "
+        "write sample-log.jsonl (every sample's answer, option probabilities and correctness per "
         "condition, and its VSI) next to the --report, else into the run's results folder",
         switch=True,
     ),

@@ -135,11 +135,11 @@ def test_push_to_hub_after_a_run_without_report_dir(tmp_path, run_dir, snapshots
     assert seen == {
         "repo": "org/reports",
         "files": ["README.md", "benchc-summary.json", "report.html", "report.json",
-                  "samples.jsonl", "snapshots"],
+                  "sample-log.jsonl", "snapshots"],
         "verdict": "fail",
     }  # fmt: skip
     assert lines[-1] == "exported to push_to_hub org/reports: uploaded"
-    assert not (run_dir / "samples.jsonl").exists()  # the log went with the temporary report
+    assert not (run_dir / "sample-log.jsonl").exists()  # the log went with the temporary report
 
 
 def test_a_missing_extra_is_one_line_naming_it(report_dir, monkeypatch):

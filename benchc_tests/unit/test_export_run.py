@@ -52,7 +52,7 @@ def test_hub_dataset_log_samples_and_push_to_hub(
         f"--report={report}", "-k", "test_cell",
     )  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # no snapshot yet: the gates say so
-    lines = [json.loads(t) for t in (report / "samples.jsonl").read_text().splitlines()]
+    lines = [json.loads(t) for t in (report / "sample-log.jsonl").read_text().splitlines()]
     assert [r["id"] for r in lines] == [s.id for s in rows]
     assert all(r["schema"] == SCHEMA for r in lines)
     assert list(lines[0]["conditions"]) == ["clean", "fog-2", "pixelate-2"]
@@ -60,5 +60,5 @@ def test_hub_dataset_log_samples_and_push_to_hub(
     assert doc["series"][0]["n"] == 8
     (up,) = uploads
     assert up["repo"] == "org/reports"
-    assert up["files"] == ["benchc-summary.json", "report.json", "samples.jsonl"]
+    assert up["files"] == ["benchc-summary.json", "report.json", "sample-log.jsonl"]
     assert "# benchc report" in up["card"]
