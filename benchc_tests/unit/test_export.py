@@ -143,20 +143,12 @@ def test_push_to_hub_after_a_run_without_report_dir(tmp_path, run_dir, snapshots
 
 
 def test_a_missing_extra_is_one_line_naming_it(report_dir, monkeypatch):
-    import builtins
+    import sys
 
-    real = builtins.__import__
-
-    def no_wandb(name, *a, **kw):
-        if name == "wandb":
-            raise ImportError("no wandb")
-        return real(name, *a, **kw)
-
-    monkeypatch.setattr(builtins, "__import__", no_wandb)
-    cfg = SuiteConfig(wandb="proj", report=report_dir)
     from benchc.export.session import run_exporters
 
-    (line,) = run_exporters(cfg, report_dir)
+    monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` raises ImportError
+    (line,) = run_exporters(SuiteConfig(wandb="proj", report=report_dir), report_dir)
     assert line == (
         "export to wandb proj failed: ExportError: this exporter needs the optional "
         "dependency 'wandb': pip install 'benchc[wandb]'"
