@@ -133,12 +133,16 @@ Finish = Callable[[Any, Mapping[str, Any], Path], Any]
 
 
 def _local_or_id(value: str, rootdir: Path) -> str:
-    """A relative path that exists under ``rootdir`` becomes absolute; a hub id stays as is."""
+    """A relative path that exists under ``rootdir`` becomes absolute; a hub id stays as is.
+    A Hub-style folder's ``:config:split`` suffix stays on the absolute path."""
     p = Path(os.path.expanduser(value))
     if p.is_absolute():
         return str(p)
     if (rootdir / p).exists():
         return str(rootdir / p)
+    head, sep, suffix = value.partition(":")
+    if sep and (rootdir / head).is_dir():
+        return f"{rootdir / head}:{suffix}"
     return value
 
 

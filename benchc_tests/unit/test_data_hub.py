@@ -135,3 +135,13 @@ def test_the_suite_reads_dataset_args(hub_folder):
     cfg = SuiteConfig(dataset=f"{hub_folder}::test", dataset_args=parse_columns(MAPPING))
     ds = open_dataset(cfg)
     assert len(ds) == 8 and all(s.answer_letter in LETTERS[:4] for s in ds)
+
+
+def test_a_relative_hub_folder_keeps_its_suffix(hub_folder):
+    """``--dataset=org/mmbench-mini::test`` relative to the rootdir: the folder is made absolute
+    (every xdist worker agrees), the suffix kept; a Hub id stays as given."""
+    root = hub_folder.parent.parent
+    get = {"benchc_dataset": "org/mmbench-mini::test"}.get
+    assert SuiteConfig.from_options(get, rootdir=root).dataset == f"{hub_folder}::test"
+    get = {"benchc_dataset": "lmms-lab/MMBench:en:dev"}.get
+    assert SuiteConfig.from_options(get, rootdir=root).dataset == "lmms-lab/MMBench:en:dev"
