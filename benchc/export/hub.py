@@ -42,7 +42,8 @@ def card_text(bundle: Bundle) -> str:
         "Written by [benchc](https://pypi.org/project/benchc/): `report.html` is the "
         "self-contained report page, `report.json` its data, `benchc-summary.json` the "
         "verdict, gated figures and environment below, `snapshots/` the threshold snapshots "
-        "the gates read" + (", `sample-log.jsonl` the per-sample log." if _has_log(bundle) else "."),
+        "the gates read"
+        + (", `sample-log.jsonl` the per-sample log." if _has_log(bundle) else "."),
         "",
         "## Gated figures",
         "",
@@ -60,7 +61,9 @@ def card_text(bundle: Bundle) -> str:
 
 
 def _has_log(bundle: Bundle) -> bool:
-    return any(p.name == "sample-log.jsonl" for p in bundle.files)
+    from benchc.results.sample_log import SAMPLE_LOG
+
+    return any(p.name == SAMPLE_LOG for p in bundle.files)
 
 
 def _fmt(value: object) -> str:
