@@ -198,7 +198,7 @@ def vsi_block(
         "median": _num(np.median(vsi)),
         "insensitive_fraction": _num(fig["insensitive_fraction"]),
         "values": [_num(round(float(v), 6)) for v in vsi],
-        "variant": f"vsi_top{k}" if k else "vsi_top50" if support == "top50" else "vsi",
+        "variant": f"vsi_top{k} (estimated)" if k else "vsi_top50" if support == "top50" else "vsi",
         "support": support,
         "sklearn": sklearn.__version__,
         "variants": variants,

@@ -639,8 +639,8 @@ def test_a_run_stored_before_the_whole_image_pass_still_reports_its_vsi(tmp_path
     from benchc.results.store import atomic_save_npz, load_npz
 
     run_dir = make_run(tmp_path / "results", dataset)
-    arrays = load_npz(run_dir / "vsi-blur.npz")
-    (run_dir / "vsi-blur.npz").unlink()
+    arrays = load_npz(run_dir / "vsi-aligned.npz")
+    (run_dir / "vsi-aligned.npz").unlink()
     legacy = {k: v for k, v in arrays.items() if "whole" not in k and k != "option_logits"}
     atomic_save_npz(run_dir / "vsi-region-blur.npz", legacy)
     v = data.build([read_run(run_dir)], n_boot=20)["series"][0]["vsi"]
