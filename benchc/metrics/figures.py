@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from benchc import spec
-from benchc.metrics.states import attribute, mixed_cell_rate
+from benchc.metrics.states import attribute, mixed_cell_rate, mixed_cells
 
 Direction = Literal["higher", "lower"]
 Source = Literal["grid", "vsi"]
@@ -239,12 +239,13 @@ def _on(values: Callable[[Any], np.ndarray]) -> Values:
 
 
 def _mixed(cells: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Mixed-cell rate over the last axis (cells): 100 x share with R_c < 0 and R_w > 0."""
+    """Mixed-cell rate over the last axis (cells): 100 x share with R_c < 0 and R_w > 0, a
+    cell R within 1e-6 of 0 having no sign (:func:`benchc.metrics.states.mixed_cells`)."""
     r_c, r_w = cells["r_c"], cells["r_w"]
     if r_c.ndim == 1:
         return np.asarray(mixed_cell_rate(r_c, r_w))
-    both = ~np.isnan(r_c) & ~np.isnan(r_w)
-    return ratio(100.0 * ((r_c < 0) & (r_w > 0) & both).sum(axis=-1), both.sum(axis=-1))
+    mixed, both = mixed_cells(r_c, r_w)
+    return ratio(100.0 * mixed.sum(axis=-1), both.sum(axis=-1))
 
 
 _RAS = (-2.0, 1.0)
