@@ -28,6 +28,7 @@ OPT_IN_MARKERS = {
     "gate_power": "benchmarks/gate_power.py on a miniature configuration; run with -m gate_power",
     "slow": "multi-process runs (xdist, kills); run with -m slow (own .ci/run line)",
     "servers": "against servers benchc did not write (transformers serve); run with -m servers",
+    "power": "MDR power tests (simulated regressions over seeds, ~45 s); run with -m power",
 }
 
 

@@ -66,6 +66,9 @@ class FigureDef:
     pooling: Literal["sum", "states"] = "sum"
     from_recorded: tuple[Callable[..., float], tuple[str, ...]] | None = None
     clean: Literal["any", "correct", "wrong"] = "any"
+    #: ``(count, step)``: the figure moves by ``step / count(evidence)`` when one counted unit
+    #: (a sample of a share, a cell of a cell rate) changes: its resolution on a dataset.
+    units: tuple[Callable[[Any], float], float] | None = None
 
     @property
     def key(self) -> str:
@@ -200,6 +203,17 @@ def evaluate(
     return out
 
 
+def resolution(name: str, ev: Any) -> float:
+    """The smallest move the figure can make on evidence ``ev``: one counted unit's worth
+    (1/n for a share of n samples, 100/cells for a cell rate); 0 for a continuous figure."""
+    fig = definition(name)
+    if fig.units is None:
+        return 0.0
+    count, step = fig.units
+    n = float(count(ev))
+    return step / n if n > 0 else float("nan")
+
+
 def per_sample(source: Source, ev: Any, name: str) -> np.ndarray | None:
     """Each sample's own value (N,) of the figure that ``explains`` ``name``: the mean of its
     contributions (NaN: the sample counts towards nothing); None for an unknown name."""
@@ -248,6 +262,11 @@ def _mixed(cells: Mapping[str, np.ndarray]) -> np.ndarray:
     return ratio(100.0 * mixed.sum(axis=-1), both.sum(axis=-1))
 
 
+def _defined_cells(g: Any) -> float:
+    """Cells where both R_c and R_w are defined (the Mixed-cell rate's denominator)."""
+    return float((~np.isnan(g.cell("r_c")) & ~np.isnan(g.cell("r_w"))).sum())
+
+
 _RAS = (-2.0, 1.0)
 _UNIT = (0.0, 1.0)
 _PAIR = dict(source="grid", per="pair", den=_ok, cells=True)
@@ -283,13 +302,14 @@ for _fig in (
               den=lambda g: _ok(g) & ~_cc(g), column="R_w", cells=True,
               explains="ras_clean_wrong", pooling="states", clean="wrong"),
     FigureDef("mixed_cell_rate", "Mixed-cell rate (%)", "grid", "cell", "lower", (0.0, 100.0),
-              combine=_mixed, column="Mixed (%)"),
+              combine=_mixed, column="Mixed (%)", units=(_defined_cells, 100.0)),
     FigureDef("insensitive_fraction", f"insensitive fraction (VSI < {spec.VSI_INSENSITIVE:g})",
               "vsi", "sample", "lower", _UNIT, num=lambda e: e.low,
-              den=lambda e: np.ones(e.low.shape), explains="insensitive"),
+              den=lambda e: np.ones(e.low.shape), explains="insensitive",
+              units=(lambda e: len(e.ids), 1.0)),
     FigureDef("gap", "encoder-LLM gap", "vsi", "sample", "lower", (-1.0, 1.0),
               num=lambda e: np.where(e.pool, e.probe_correct - e.changed, 0.0),
-              den=lambda e: e.pool, explains="gap_terms"),
+              den=lambda e: e.pool, explains="gap_terms", units=(lambda e: e.pool.sum(), 1.0)),
     FigureDef("probe_accuracy", "probe accuracy (low-VSI pool)", "vsi", "sample", "higher",
               _UNIT, num=lambda e: np.where(e.pool, e.probe_correct, 0.0), den=lambda e: e.pool),
     FigureDef("argmax_change_rate", "argmax change rate (low-VSI pool)", "vsi", "sample",
@@ -320,5 +340,6 @@ __all__ = [
     "ratio",
     "register",
     "reported_cells",
+    "resolution",
     "table2_figures",
 ]
