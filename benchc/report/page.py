@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchc.metrics.figures import table2_figures
-from benchc.report.fmt import e, f
+from benchc.report.fmt import e, f, reference_series
 from benchc.report.plots import PLOTS, STATE_LABELS
 from benchc.report.vsi_page import lacks as _lacks
 from benchc.report.vsi_page import vsi_tables
@@ -143,6 +143,26 @@ def _verdict_row(v: dict[str, Any]) -> str:
     )
 
 
+def _compare_note(doc: dict[str, Any]) -> str:
+    """What a comparison shares, what it left out, and its sign convention."""
+    c = doc.get("compare")
+    if not c:
+        return ""
+    where = (
+        f"compared on {len(c['corruptions'])} corruptions x severities "
+        f"{', '.join(map(str, c['severities']))}"
+        if c["corruptions"]
+        else "no Bench-C grid shared"
+    )
+    if c.get("n_samples") is not None:
+        where += f" and {c['n_samples']} shared samples"
+    left = "".join(f"<li>{e(x)}</li>" for x in c["left_out"])
+    return (
+        f'<p id="compare-note">{e(where)}; differences are {e(c["sign"])} (the first run is '
+        f"the baseline).</p>" + (f'<ul id="left-out">{left}</ul>' if left else "")
+    )
+
+
 def _table2(doc: dict[str, Any]) -> str:
     head = "".join(f"<th>{e(label)}</th>" for label in (f.column for f in table2_figures()))
     rows = [f'<table id="table2-table"><tr><th class="l">series</th>{head}</tr>']
@@ -161,20 +181,24 @@ def _table2(doc: dict[str, Any]) -> str:
             f'<tr><td class="l">{e(s["label"])} <span class="se">{e(s["kind"])}'
             f"</span></td>{''.join(cells)}</tr>"
         )
-    if len(series) > 1:
-        a, cells = series[0]["table2"], []
+    base = reference_series(series)
+    for cand in (s for s in series if base is not None and s is not base):
+        cells = []
         for key in (fig.key for fig in table2_figures()):
-            x, y = a.get(key), series[1]["table2"].get(key)
+            x, y = cand["table2"].get(key), base["table2"].get(key)
             ok = x and y and x.get("value") is not None and y.get("value") is not None
-            cells.append(f"<td>{f(x['value'] - y['value'], signed=True) if ok else 'n/a'}</td>")
+            digits = 1 if key == "mixed_cell_rate" else 3
+            diff = f(x["value"] - y["value"], digits, signed=True) if ok else "n/a"
+            cells.append(f"<td>{diff}</td>")
         rows.append(
-            f'<tr><td class="l">{e(series[0]["label"])} − {e(series[1]["label"])}</td>'
+            f'<tr class="diff"><td class="l">{e(cand["label"])} − {e(base["label"])}</td>'
             f"{''.join(cells)}</tr>"
         )
     rows.append(
         '</table><p class="note">± : bootstrap SE over samples. RAS, ΔS, ΔC: means '
         "over every clean-corrupted pair; R_c / R_w: over clean-correct / clean-wrong "
-        "pairs; Mixed: % of cells with R_c &lt; 0 and R_w &gt; 0.</p>"
+        "pairs; Mixed: % of cells with R_c &lt; 0 and R_w &gt; 0 (a cell R within 1e-6 of 0 "
+        "has no sign). Differences: candidate − baseline.</p>"
     )
     return "\n".join(rows)
 
@@ -469,7 +493,8 @@ def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None 
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<title>{e(doc["title"])}</title><meta name="generator" content="{e(doc["schema"])}">'
         f"<style>{CSS}</style></head><body><header><h1>{e(doc['title'])}</h1><p>{meta}</p>"
-        f"<p>{e(doc.get('baseline_note', ''))}</p></header><nav>{nav}</nav><main>"
+        f"<p>{e(doc.get('baseline_note', ''))}</p>{_compare_note(doc)}</header>"
+        f"<nav>{nav}</nav><main>"
         + "\n".join(body)
         + f'</main><footer class="note" style="padding:0 24px 20px">{e(doc["schema"])} · '
         "the same numbers are in report.json</footer></body></html>\n"

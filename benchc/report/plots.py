@@ -16,7 +16,10 @@ from typing import Any
 import numpy as np
 
 from benchc import spec
+from benchc.report.fmt import reference_series
 
+#: Font size of a heatmap cell's label (its value, and its change under a candidate).
+HEAT_LABEL_PT = 8.0
 #: One colour per series, first = the run under report.
 PALETTE = ("#1f77b4", "#222222", "#d62728", "#2ca02c", "#9467bd", "#8c564b")
 STATUS_COLOURS = {"fail": "#d62728", "improved": "#2ca02c", "pass": "#bbbbbb"}
@@ -46,11 +49,24 @@ def _plt():
     return plt
 
 
+def _lift_suptitle(fig: Any) -> None:
+    """Put the figure title above every panel's own title and labels: a fixed ``y`` overlaps
+    them on a short figure (a small grid's heatmap, Fig. 5, Fig. 7)."""
+    title = fig._suptitle
+    if title is None or not fig.axes:
+        return
+    renderer = fig.canvas.get_renderer()
+    top = max(ax.get_tightbbox(renderer).y1 for ax in fig.axes if ax.get_visible())
+    title.set_y(top / fig.bbox.height + 0.02)
+    title.set_verticalalignment("bottom")
+
+
 def _svg(fig: Any, salt: str) -> str:
     """The figure as an inline ``<svg>`` element (no XML prolog), deterministic."""
     import matplotlib
 
     plt = _plt()
+    _lift_suptitle(fig)
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"benchc-{salt}"}):
         fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
@@ -90,14 +106,21 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
     rows = [c for f in fams for c in fams[f]]
     sevs = axes_info["severities"]
     series = [s for s in doc["series"] if s.get("cells") and s["cells"].get(figure)]
-    lo, hi = (-0.6, 0.2) if figure in ("ras", "r_c", "r_w") else (0.0, 1.0)
+    lo, hi = (0.0, 1.0)
     cmap = "RdBu" if figure in ("ras", "r_c", "r_w") else "viridis"
+    if figure in ("ras", "r_c", "r_w"):  # centred on 0: white is "no change of alignment"
+        vals = [_v(v) for s in series for v in s["cells"][figure].values()]
+        top = max((abs(v) for v in vals if not math.isnan(v)), default=0.2)
+        hi = math.ceil(max(top, 0.2) * 10) / 10
+        lo = -hi
     n_p = max(1, len(series))
+    # cell labels at 8 pt (two lines with a difference): readable on a 95-cell grid too
     fig, axes = plt.subplots(
-        1, n_p, figsize=(1.1 + 2.3 * n_p, 0.26 * len(rows) + 1.4), squeeze=False
+        1, n_p, figsize=(1.4 + 3.0 * n_p, 0.42 * len(rows) + 1.4), squeeze=False
     )
     status = doc.get("cell_status", {})
-    ref = series[1]["cells"][figure] if len(series) > 1 else None
+    base = reference_series(series)
+    ref = base["cells"][figure] if base is not None else None
     im = None
     for p, (ax, s) in enumerate(zip(axes[0], series, strict=False)):
         vals = s["cells"][figure]
@@ -108,9 +131,11 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
                 key = f"{c}-{sev}"
                 v = m[r, j]
                 text = "–" if math.isnan(v) else f"{v:.2f}"
-                if p == 0 and ref is not None and ref.get(key) is not None and not math.isnan(v):
-                    text += f"\n{v - ref[key]:+.2f}"
-                ax.text(j, r, text, ha="center", va="center", fontsize=5.2, color="black")
+                if s is not base and ref is not None and ref.get(key) is not None:
+                    if not math.isnan(v):  # candidate − baseline, under the candidate's value
+                        text += f"\n{v - ref[key]:+.2f}"
+                ax.text(j, r, text, ha="center", va="center", fontsize=HEAT_LABEL_PT,
+                        color="black", linespacing=1.0)  # fmt: skip
                 st = status.get(key) if p == 0 else None
                 if st in ("fail", "improved"):
                     ax.add_patch(
