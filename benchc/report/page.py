@@ -15,6 +15,7 @@ from benchc.report.fmt import e, f, reference_series
 from benchc.report.plots import PLOTS, STATE_LABELS
 from benchc.report.vsi_page import lacks as _lacks
 from benchc.report.vsi_page import vsi_tables
+from benchc.spec import VSI_INSENSITIVE
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1b1b1b}
@@ -32,7 +33,9 @@ tr.fail td{background:#fde8e8}tr.improved td{background:#e6f6e9}tr.unchecked td{
 .v-fail{background:#fde8e8;border:1px solid #c62828}
 .v-ok{background:#e6f6e9;border:1px solid #2e7d32}
 .v-none{background:#f3f5f7;border:1px solid #aaa}figure.fig{margin:10px 0;overflow-x:auto}
-figure.fig svg{max-width:100%;height:auto}figcaption{font-size:12px;color:#555}
+figure.fig svg{max-width:100%;height:auto}ul.movers{margin:2px 0;padding-left:16px}
+td p.reason,td p.mdr-note{margin:0 0 2px}header ul{margin:4px 0 0;font-size:12px;color:#c8d6e5}
+figcaption{font-size:12px;color:#555}
 pre{background:#f3f5f7;padding:8px;overflow-x:auto;font-size:12px}.se{color:#777;font-size:11px}
 .note{font-size:12px;color:#666}.cards{display:flex;flex-wrap:wrap;gap:14px}.card{border:1px
 solid #d0d7de;border-radius:6px;padding:8px;width:370px;font-size:12px}.card img{width:112px;
@@ -129,8 +132,12 @@ def _verdict(doc: dict[str, Any]) -> str:
 
 def _verdict_row(v: dict[str, Any]) -> str:
     st = str(v.get("status"))
-    movers = ", ".join(f"{e(m[0])} {f(m[1], 2)}→{f(m[2], 2)}" for m in (v.get("movers") or [])[:3])
-    why = " ".join(x for x in (e(v.get("reason") or ""), movers) if x)
+    movers = "".join(
+        f"<li>{e(m[0])}: {f(m[1], 2)} → {f(m[2], 2)}</li>" for m in (v.get("movers") or [])[:3]
+    )
+    notes = (("reason", e(v.get("reason") or "")), ("mdr-note", e(v.get("note") or "")))
+    why = "".join(f'<p class="{cls}">{text}</p>' for cls, text in notes if text)
+    why += f'<ul class="movers">{movers}</ul>' if movers else ""
     return (
         f'<tr id="{e(v["anchor"])}" class="{e(st)}"><td class="l"><span class="badge '
         f'b-{e(st)}">{e(st)}</span></td><td class="l">{e(v.get("label"))}</td>'
@@ -431,10 +438,17 @@ def _drilldown(doc: dict[str, Any], note: str | None) -> str:
             for k in range(len(it["p_clean"]))
         )
         base = it.get("baseline_mean_ras")
+        v = it.get("vsi")
+        vsi_line = (
+            f'<p class="card-vsi">VSI (the gate\'s support): baseline {f(v["baseline"], 4)} → '
+            f"current {f(v['current'], 4)} (insensitive below {VSI_INSENSITIVE:g})</p>"
+            if v
+            else ""
+        )
         out.append(
             f'<div class="card" id="sample-{e(it["id"])}" data-cell="{e(cell)}" '
             f'data-cell-basis="{e(basis)}"><b>{e(it["id"])}</b> '
-            f'<span class="se">{e(it["why"])}</span>{imgs}{which}'
+            f'<span class="se">{e(it["why"])}</span>{imgs}{which}{vsi_line}'
             f"<p>{e(it.get('question') or '(question not available)')}</p>"
             f'<div class="opt"><span></span><span></span><span class="se">clean</span>'
             f'<span class="se">{e(cell)}</span>{grid}</div>'

@@ -8,6 +8,7 @@ overlaid dashed, so a figure and ``report.json`` cannot disagree. Output is dete
 
 from __future__ import annotations
 
+import html
 import io
 import math
 from collections.abc import Callable
@@ -94,6 +95,21 @@ def _v(x: Any) -> float:
 
 
 # -- corruption x severity heatmaps -----------------------------------------------------------
+#: Signed alignment figures: their colour scales are centred on 0 (white = no change).
+SIGNED = ("ras", "r_c", "r_w")
+
+
+def heat_limits(figure: str, series: list[dict[str, Any]]) -> tuple[float, float]:
+    """A heatmap's colour range: [0, 1] for a share; for a signed figure symmetric about 0,
+    wide enough for every series' cells (at least ±0.2, in steps of 0.1)."""
+    if figure not in SIGNED:
+        return 0.0, 1.0
+    vals = [_v(v) for s in series for v in s["cells"][figure].values()]
+    top = max((abs(v) for v in vals if not math.isnan(v)), default=0.2)
+    hi = math.ceil(max(top, 0.2) * 10 - 1e-9) / 10
+    return -hi, hi
+
+
 def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
     """One panel per series: rows = corruptions grouped by family, columns = severities.
 
@@ -106,13 +122,8 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
     rows = [c for f in fams for c in fams[f]]
     sevs = axes_info["severities"]
     series = [s for s in doc["series"] if s.get("cells") and s["cells"].get(figure)]
-    lo, hi = (0.0, 1.0)
-    cmap = "RdBu" if figure in ("ras", "r_c", "r_w") else "viridis"
-    if figure in ("ras", "r_c", "r_w"):  # centred on 0: white is "no change of alignment"
-        vals = [_v(v) for s in series for v in s["cells"][figure].values()]
-        top = max((abs(v) for v in vals if not math.isnan(v)), default=0.2)
-        hi = math.ceil(max(top, 0.2) * 10) / 10
-        lo = -hi
+    lo, hi = heat_limits(figure, series)
+    cmap = "RdBu" if figure in SIGNED else "viridis"
     n_p = max(1, len(series))
     # cell labels at 8 pt (two lines with a difference): readable on a 95-cell grid too
     fig, axes = plt.subplots(
@@ -427,20 +438,46 @@ def vsi_distribution(doc: dict[str, Any], threshold: float) -> str:
     return _svg(fig, "vsi-dist")
 
 
+def _no_gap_note(blocks: list[dict[str, Any]]) -> str:
+    """Fig. 2 with no gap to draw (no series has a probe accuracy on the low-VSI pool, so no
+    gap): a note saying why, per series, instead of a plot of empty bars."""
+    why = []
+    for s in blocks:
+        g, missing = s["vsi"]["gap"], s["vsi"].get("missing") or []
+        tower = [m for m in missing if m.startswith("vision tower")]
+        reason = (
+            tower[0]
+            if tower
+            else (
+                f"{g.get('n_low')} samples in the low-VSI pool: too few images for the probe's "
+                "5 grouped folds"
+            )
+        )
+        change = g.get("change_low")
+        rate = "" if change is None else f", argmax change rate on the pool {change:.3f}"
+        why.append(f"{s['label']}: {reason}{rate}")
+    return (
+        '<p class="note fig-note">Encoder-LLM disconnect (VSI Fig. 2) not drawn: no series has '
+        "a probe accuracy on the low-VSI pool, so no gap (" + html.escape("; ".join(why)) + ").</p>"
+    )
+
+
 def vsi_gap(doc: dict[str, Any]) -> str:
     """Probe accuracy vs argmax change rate on the low-VSI pool, with the matched high-VSI
     control and the encoder-LLM gap bracket (VSI Fig. 2 / Table 2), one group per series: the
     bracket spans exactly the two bars it subtracts."""
     plt = _plt()
     blocks = [s for s in doc["series"] if s.get("vsi")]
-    fig, ax = plt.subplots(figsize=(1.6 + 1.9 * max(1, len(blocks)), 2.8))
-    width = 0.2
     parts = (
         ("probe_low", "probe acc, low VSI", "#1f77b4"),
         ("change_low", "Δargmax, low VSI", "#ff7f0e"),
         ("probe_high", "probe acc, high VSI", "#aec7e8"),
         ("change_high", "Δargmax, high VSI", "#ffbb78"),
     )
+    if not any(s["vsi"]["gap"].get("probe_low") is not None for s in blocks):
+        return _no_gap_note(blocks)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.9 * max(1, len(blocks)), 2.8))
+    width = 0.2
     for g, s in enumerate(blocks):
         gap = s["vsi"]["gap"]
         for k, (key, label, colour) in enumerate(parts):
@@ -521,7 +558,7 @@ PLOTS: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
     "heatmap-ras": (
         "heatmaps",
         "Mean RAS per corruption x severity cell; frames: failed (red) or improved "
-        "(green) cell gates; second line: change vs the overlaid series.",
+        "(green) cell gates; second line under a candidate: its change, candidate − baseline.",
         lambda d: heatmap(d, "ras", "RAS by corruption and severity"),
     ),
     "heatmap-accuracy": (

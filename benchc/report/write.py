@@ -19,6 +19,7 @@ from benchc.gates.snapshot import model_slug, recorded_vsi_support
 from benchc.report import agreement, data, drill, page, plots
 from benchc.report import baseline as snap
 from benchc.report.compare import CompareError, shared
+from benchc.report.vsi import vsi_by_id
 from benchc.results.reader import StoredRun, read_run
 from benchc.results.store import StoreError, atomic_write_text
 
@@ -66,6 +67,24 @@ def _write(doc: dict[str, Any], out_dir: Path, drill_note: str | None) -> Path:
     return out_dir / HTML
 
 
+def _vsi_pair(
+    run: StoredRun,
+    base: snap.SnapshotBaseline | None,
+    base_run: StoredRun | None,
+    support: str,
+) -> tuple[dict[str, float], dict[str, float]] | None:
+    """(baseline, current) per-sample VSI on the gated support, for drill-down cards."""
+    current = vsi_by_id(run, support)
+    if not current:
+        return None
+    baseline = vsi_by_id(base_run, support)
+    if not baseline and base is not None and not base.empty:
+        ev = snap.baseline_vsi_evidence(base)
+        if ev is not None:
+            baseline = dict(zip(ev.ids, ev.vsi.tolist(), strict=True))
+    return baseline, current
+
+
 def write_report(
     run_dir: Path,
     out_dir: Path,
@@ -102,7 +121,11 @@ def write_report(
         verdict_note = verdict_note or f"{NO_VERDICTS} (no --baseline thresholds given)"
     picks = drill.pick_samples(run, verdicts=verdicts, other=base_run, other_label="the baseline")
     items, note = drill.drilldown(
-        run, picks, baseline_ras=drill.mean_ras_by_id(base_run, run), images=images
+        run,
+        picks,
+        baseline_ras=drill.mean_ras_by_id(base_run, run),
+        images=images,
+        vsi=_vsi_pair(run, base, base_run, vsi_support),
     )
     doc = data.build(
         [run],
