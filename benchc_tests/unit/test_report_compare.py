@@ -90,7 +90,8 @@ def test_a_damaged_store_is_still_reported_as_one(tmp_path, root, ds24, five, ca
 
 
 def test_one_sign_convention_candidate_minus_baseline(tmp_path, five, two):
-    page = compare_runs([five, two], tmp_path / "c", labels=["base", "cand"], images=False)
+    page = compare_runs([five, two], tmp_path / "c", labels=["base", "cand"], images=False,
+                        n_boot=20, n_permutations=999)  # fmt: skip
     doc = json.loads((tmp_path / "c" / "report.json").read_text())
     assert doc["compare"]["sign"] == "candidate − baseline"
     html = page.read_text()
