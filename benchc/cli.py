@@ -86,7 +86,7 @@ def _unreadable(command: str, where: object, exc: Exception) -> int:
 
 
 def _compare(argv: Sequence[str]) -> int:
-    from benchc.report import compare_runs
+    from benchc.report import CompareError, compare_runs
 
     parser = argparse.ArgumentParser(
         prog="benchc compare",
@@ -116,7 +116,10 @@ def _compare(argv: Sequence[str]) -> int:
             images=not args.no_images,
             vsi_dirs=[v for _, v in runs],
         )
-    except (StoreError, OSError, ValueError) as exc:
+    except CompareError as exc:  # the runs are readable; what was asked of them is not
+        print(f"benchc compare: {exc}", file=sys.stderr)
+        return 2
+    except (StoreError, OSError) as exc:  # reading a run (compare_runs names the folder)
         return _unreadable("compare", ", ".join(str(r) for r, _ in runs), exc)
     print(f"{len(runs)} runs -> {page}")
     return 0

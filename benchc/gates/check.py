@@ -12,10 +12,16 @@ For each rule of the case:
 * the gate fails when the worse-direction change exceeds ``max(floor, z x SE_diff)``;
   it reports ``improved`` beyond that tolerance the other way, and ``unchecked`` (with the
   reason) when it cannot decide; moving the better way never fails;
-* its minimal detectable regression is ``max(floor, z x SE_null)``, SE_null being the paired
-  SE between the baseline and a benign re-measurement of it (:meth:`Evidence.benign`); when
-  that exceeds the room the figure has left in its worse direction, the gate cannot fail on
-  this dataset and says how many samples it would need.
+* its minimal detectable regression (MDR) is a regression this gate catches: at least
+  ``max(floor, z x SE_null)``, SE_null being the paired SE between the baseline and a benign
+  re-measurement of it (:meth:`Evidence.benign`); never below the figure's resolution on the
+  dataset (one sample's worth of a share, one cell's of a cell rate); and, for a share of whole
+  samples (:attr:`FigureSpec.share`), large enough that a regression moving whole samples one
+  way still exceeds ``z x`` its own paired SE (:func:`minimal_detectable`). When that exceeds
+  the room the figure has left in its worse direction, the gate cannot fail on this dataset
+  and says how many samples it would need;
+* when the tolerance applied to a change exceeds the MDR, the verdict says why: samples moved
+  both ways (or unevenly), which widens the paired SE of that change (:attr:`Outcome.note`).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from benchc.gates.evidence import Evidence, EvidenceError, GridEvidence
 from benchc.gates.figures import FigureSpec, Level, figure
 from benchc.gates.payload import Payload
 from benchc.gates.rules import GateRule
-from benchc.metrics.figures import REGISTRY
+from benchc.metrics.figures import REGISTRY, resolution
 from benchc.metrics.stats import replicate_se, resample_counts
 from benchc.spec import DEFAULT_SEED
 
@@ -64,6 +70,29 @@ class Outcome:
     movers: tuple[tuple[str, float, float], ...] = ()
     #: The gate cannot fail on this dataset (its MDR exceeds the figure's room); why.
     powerless: str | None = None
+    #: Samples whose own value moved (worse, better) under this change.
+    moved: tuple[int, int] | None = None
+
+    @property
+    def note(self) -> str | None:
+        """Why the tolerance applied to this change exceeds the MDR (None when it does not)."""
+        if not (math.isfinite(self.tolerance) and math.isfinite(self.mdr)):
+            return None
+        if self.tolerance <= self.mdr * (1 + 1e-9):
+            return None
+        head = f"tolerance {self.tolerance:.4g} exceeds the MDR {self.mdr:.4g}"
+        if self.moved is None:
+            return f"{head}: this change's own paired SE is wider than a benign one's"
+        worse, better = self.moved
+        if worse and better:
+            return (
+                f"{head}: this change moved samples both ways ({worse} worse, {better} better), "
+                "which widens its paired SE"
+            )
+        return (
+            f"{head}: this change moved {worse + better} samples unevenly, which widens its "
+            "paired SE"
+        )
 
     @property
     def change(self) -> float:
@@ -99,6 +128,7 @@ class Outcome:
             "status": self.status,
             "reason": self.reason or self.powerless,
             "movers": [[sid, num(b), num(c)] for sid, b, c in self.movers],
+            "note": self.note,
         }
 
 
@@ -166,6 +196,47 @@ def _movers(
     return tuple((base.ids[i], float(b[i]), float(c[i])) for i in order)
 
 
+def _moved(spec: FigureSpec, base: Evidence, cur: Evidence) -> tuple[int, int] | None:
+    """How many samples' own values moved worse and better (None: no per-sample values)."""
+    if spec.per_sample is None:
+        return None
+    b, c = base.per_sample(spec.per_sample), cur.per_sample(spec.per_sample)
+    if b is None or c is None:
+        return None
+    worse = -spec.sign * (c - b)
+    ok = np.isfinite(worse)
+    return int((worse[ok] > 1e-12).sum()), int((worse[ok] < -1e-12).sum())
+
+
+def _share_mdr(z: float, se_null: float, units: float, step: float) -> float:
+    """The smallest one-directional regression of a share that exceeds ``z x`` its own paired
+    SE: Delta samples' worth of whole-sample moves add ``Delta (step - Delta) / units`` to the
+    benign variance, so solve ``Delta^2 = z^2 (SE_null^2 + Delta (step - Delta) / units)``."""
+    a = 1.0 + z * z / units
+    b = z * z * step / units
+    c = z * z * se_null * se_null
+    return (b + math.sqrt(b * b + 4.0 * a * c)) / (2.0 * a)
+
+
+def minimal_detectable(
+    spec: FigureSpec, rule: GateRule, z: float, se_null: float, ev: Evidence
+) -> float:
+    """The gate's MDR on evidence ``ev`` (the module docstring): ``max(floor, z x SE_null)``,
+    never below the figure's resolution there, and for a share of whole samples never below
+    the one-directional regression that exceeds its own paired SE."""
+    mdr = max(rule.floor, z * se_null) if math.isfinite(se_null) else rule.floor
+    res = resolution(spec.name, ev.grid if isinstance(ev, GridEvidence) else ev)
+    if not math.isfinite(res):
+        return mdr
+    mdr = max(mdr, res)
+    units = spec.definition.units
+    if spec.share and units is not None and res > 0:
+        step = units[1]
+        se = se_null if math.isfinite(se_null) else 0.0
+        mdr = max(mdr, _share_mdr(z, se, step / res, step))
+    return mdr
+
+
 def _powerless(spec: FigureSpec, rule: GateRule, base: float, mdr: float, zse: float, n: int):
     room = spec.room(base)
     if not math.isfinite(room) or mdr < room:
@@ -224,7 +295,7 @@ def check(
         se_diff = float(replicate_se(rc[spec.key] - rb[spec.key]))
         se_null = float(replicate_se(rn[spec.key] - rb[spec.key]))
         tol = max(rule.floor, z * se_diff) if math.isfinite(se_diff) else rule.floor
-        mdr = max(rule.floor, z * se_null) if math.isfinite(se_null) else rule.floor
+        mdr = minimal_detectable(spec, rule, z, se_null, base_ev)
         common = dict(
             baseline=b, current=c, z=z, se_diff=se_diff, se_null=se_null, tolerance=tol,
             mdr=mdr, n=n, reason=note,
@@ -260,6 +331,7 @@ def check(
                 **common,
                 movers=_movers(spec, base_ev, cur_ev) if status == "fail" else (),
                 powerless=powerless,
+                moved=_moved(spec, base_ev, cur_ev) if tol > mdr else None,
             )
         )
     return Verdict(current.scope, tuple(outcomes))
@@ -283,6 +355,8 @@ def describe(outcome: Outcome, current: Payload) -> list[str]:
         f"  tolerance {o.tolerance:.4f} = max(floor {r.floor:g}, z {o.z:.2f} x paired SE "
         f"{o.se_diff:.4f})   minimal detectable regression {o.mdr:.4f}   rule '{r}'",
     ]
+    if o.note:
+        lines.append(f"  {o.note}")
     if o.reason and o.status == "fail":
         lines.append(f"  {o.reason}")
     if o.movers:

@@ -370,7 +370,7 @@ def build(
     """
     if not runs:
         raise ValueError("build: no runs to report")
-    labels = list(labels) if labels else _default_labels(runs)
+    labels = list(labels) if labels else default_labels(runs)
     first = runs[0]
     ref = vsi_reference(runs, baseline, baseline_run, vsi_support)
     kw = {"n_boot": n_boot, "vsi_ref": ref, "vsi_support": vsi_support}
@@ -431,7 +431,7 @@ def vsi_reference(
     return run_evidence(runs[0], support) if len(runs) > 1 else None
 
 
-def _default_labels(runs: Sequence[StoredRun]) -> list[str]:
+def default_labels(runs: Sequence[StoredRun]) -> list[str]:
     if len(runs) == 1:
         return ["current"]
     labels = [f"{r.model_name} / {r.dataset_name}" for r in runs]

@@ -18,8 +18,10 @@ from benchc.fsutil import display_path
 from benchc.gates.snapshot import model_slug, recorded_vsi_support
 from benchc.report import agreement, data, drill, page, plots
 from benchc.report import baseline as snap
+from benchc.report.compare import CompareError, shared
+from benchc.report.vsi import vsi_by_id
 from benchc.results.reader import StoredRun, read_run
-from benchc.results.store import atomic_write_text
+from benchc.results.store import StoreError, atomic_write_text
 
 HTML = "report.html"
 JSON = "report.json"
@@ -65,6 +67,24 @@ def _write(doc: dict[str, Any], out_dir: Path, drill_note: str | None) -> Path:
     return out_dir / HTML
 
 
+def _vsi_pair(
+    run: StoredRun,
+    base: snap.SnapshotBaseline | None,
+    base_run: StoredRun | None,
+    support: str,
+) -> tuple[dict[str, float], dict[str, float]] | None:
+    """(baseline, current) per-sample VSI on the gated support, for drill-down cards."""
+    current = vsi_by_id(run, support)
+    if not current:
+        return None
+    baseline = vsi_by_id(base_run, support)
+    if not baseline and base is not None and not base.empty:
+        ev = snap.baseline_vsi_evidence(base)
+        if ev is not None:
+            baseline = dict(zip(ev.ids, ev.vsi.tolist(), strict=True))
+    return baseline, current
+
+
 def write_report(
     run_dir: Path,
     out_dir: Path,
@@ -101,7 +121,11 @@ def write_report(
         verdict_note = verdict_note or f"{NO_VERDICTS} (no --baseline thresholds given)"
     picks = drill.pick_samples(run, verdicts=verdicts, other=base_run, other_label="the baseline")
     items, note = drill.drilldown(
-        run, picks, baseline_ras=drill.mean_ras_by_id(base_run, run), images=images
+        run,
+        picks,
+        baseline_ras=drill.mean_ras_by_id(base_run, run),
+        images=images,
+        vsi=_vsi_pair(run, base, base_run, vsi_support),
     )
     doc = data.build(
         [run],
@@ -115,6 +139,17 @@ def write_report(
         vsi_support=vsi_support,
     )
     return _write(doc, out_dir, note)
+
+
+def _read(run_dir: Path, vsi_dir: Path | None) -> StoredRun:
+    """A stored run; any failure to read it is a :class:`StoreError` naming the folder (a
+    damaged or foreign store), so a later error is never mistaken for one."""
+    try:
+        return read_run(run_dir, vsi_dir=vsi_dir)
+    except StoreError:
+        raise
+    except ValueError as exc:
+        raise StoreError(f"{display_path(run_dir)}: {exc}") from exc
 
 
 def compare_runs(
@@ -131,9 +166,16 @@ def compare_runs(
     their cross-run agreement (:mod:`benchc.report.agreement`; ``n_permutations``: the VSI
     permutation test's shuffles, the paper's 10^5 unless a test asks for fewer)."""
     if len(run_dirs) < 2:
-        raise ValueError("compare needs at least two runs")
+        raise CompareError(f"compare needs at least two runs, got {len(run_dirs)}")
     vsi_dirs = list(vsi_dirs) if vsi_dirs is not None else [None] * len(run_dirs)
-    runs = [read_run(p, vsi_dir=v) for p, v in zip(run_dirs, vsi_dirs, strict=True)]
+    if len(vsi_dirs) != len(run_dirs):
+        raise CompareError(f"{len(vsi_dirs)} VSI folders for {len(run_dirs)} runs")
+    if labels is not None and len(labels) != len(run_dirs):
+        raise CompareError(f"{len(labels)} labels for {len(run_dirs)} runs")
+    runs = [_read(p, v) for p, v in zip(run_dirs, vsi_dirs, strict=True)]
+    # the runs on what they all have (cells, samples), what was left out said on the page
+    common = shared(runs, list(labels) if labels else data.default_labels(runs))
+    runs = common.runs
     picks = drill.pick_samples(runs[0], other=runs[1])
     items, note = drill.drilldown(runs[0], picks, images=images)
     doc = data.build(
@@ -143,6 +185,7 @@ def compare_runs(
         drilldown=items,
         n_boot=n_boot,
     )
+    doc["compare"] = common.block()
     labels = [sr["label"] for sr in doc["series"][: len(runs)]]
     doc["agreement"] = agreement.block(runs, labels, n_resamples=n_permutations)
     return _write(doc, out_dir, note)

@@ -34,6 +34,7 @@ def gate_summary(records: Sequence[Record], budget_line: str | None = None) -> l
             lines.append(
                 f"FAIL {r['figure']} in {r['scope']}: {_fmt(r['baseline'])} -> "
                 f"{_fmt(r['current'])} (tolerance {_fmt(r['tolerance'])}, MDR {_fmt(r['mdr'])})"
+                + (f"; {r['note']}" if r.get("note") else "")
             )
     for r in records:
         if r["status"] == "unchecked":
@@ -59,7 +60,7 @@ def gate_summary(records: Sequence[Record], budget_line: str | None = None) -> l
         lines.append("minimal detectable regression of the model-level gates (z, floor):")
         lines.extend(
             f"  {r['figure']:<22} MDR {_fmt(r['mdr']):>8}  (z {_fmt(r['z'])}, floor "
-            f"{r['floor']:g}, n={r['n']})"
+            f"{r['floor']:g}, n={r['n']})" + (f"; {r['note']}" if r.get("note") else "")
             for r in grid
         )
     return lines

@@ -86,7 +86,7 @@ def collect(
         support = recorded_vsi_support(folder)
         ev = vsi_evidence(vsi_run.vsi, list(vsi_run.ids), support)
         # the live suite's VSI info (variant, sklearn, regions); the locator as the stored name
-        # records it ("vsi-blur.<locator slug>")
+        # records it ("vsi-aligned.<locator slug>")
         locator = (vsi_run.vsi_name or "").partition(".")[2] or "none"
         vsi_info = {
             **info,

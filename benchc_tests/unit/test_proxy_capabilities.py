@@ -260,7 +260,7 @@ def test_suite_report_and_compare_read_every_run_a_server_gives(pytester, tmp_pa
                      "--out", str(tmp_path / f"offline-{name}")]) == 0  # fmt: skip
     assert runs["sampling"]["vsi"] is None
     assert any(m.startswith("VSI (no VSI arrays") for m in runs["sampling"]["missing"])
-    assert runs["topk"]["vsi"]["variant"] == "vsi_top20"
+    assert runs["topk"]["vsi"]["variant"] == "vsi_top20 (estimated)"
     assert list(runs["topk"]["vsi"]["variants"]) == ["top20"]  # its only support, named by k
     assert runs["topk"]["vsi"]["gap"]["gap"] is None
     assert any("vision tower" in m for m in runs["topk"]["missing"])
