@@ -107,6 +107,9 @@ FIGURES: list[FigureSpec] = [
             "relative_robustness": 0.05, "consistency": 0.05,
         },
         gated=("ras", "r_c", "accuracy", "relative_robustness"),
+        # one cell's accuracy, consistency and relative robustness are shares of its samples:
+        # a regression there moves whole samples (their spread enters the MDR)
+        shares=("accuracy", "relative_robustness", "consistency"),
     ),
     *gate(
         "family",

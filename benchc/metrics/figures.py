@@ -262,6 +262,11 @@ def _mixed(cells: Mapping[str, np.ndarray]) -> np.ndarray:
     return ratio(100.0 * mixed.sum(axis=-1), both.sum(axis=-1))
 
 
+def _pairs(g: Any) -> float:
+    """Corrupted pairs that count (a share of them moves by whole pairs)."""
+    return float(np.asarray(_ok(g)).sum())
+
+
 def _defined_cells(g: Any) -> float:
     """Cells where both R_c and R_w are defined (the Mixed-cell rate's denominator)."""
     return float((~np.isnan(g.cell("r_c")) & ~np.isnan(g.cell("r_w"))).sum())
@@ -277,16 +282,17 @@ for _fig in (
               column="Acc (clean)"),
     FigureDef("accuracy", "corrupted accuracy", direction="higher", bounds=_UNIT,
               num=_on(lambda g: g.correct), column="Acc (corrupted)", data_key="acc_corrupt",
-              explains="correct", **_PAIR),
+              explains="correct", units=(_pairs, 1.0), **_PAIR),
     FigureDef("d_acc", "accuracy change", direction="higher", bounds=(-1.0, 1.0),
               num=_on(lambda g: g.correct.astype(float) - _cc(g)), column="ΔAcc",
               from_recorded=(operator.sub, ("accuracy", "acc_clean")), **_PAIR),
     FigureDef("consistency", "consistency", direction="higher", bounds=_UNIT,
               num=_on(lambda g: g.consistent), column="Consistency", explains="consistent",
-              **_PAIR),
+              units=(_pairs, 1.0), **_PAIR),
     FigureDef("relative_robustness", "relative robustness", "grid", "pair", "higher",
               (0.0, float("inf")), num=_on(lambda g: g.correct), den=lambda g: _ok(g) & _cc(g),
-              column="Rel. Rob.", cells=True, data_key="rel_robustness", explains="correct"),
+              column="Rel. Rob.", cells=True, data_key="rel_robustness", explains="correct",
+              units=(lambda g: float((_ok(g) & _cc(g)).sum()), 1.0)),
     FigureDef("ras", "RAS", direction="higher", bounds=_RAS, num=_on(lambda g: g.ras),
               column="RAS", explains="ras", pooling="states", **_PAIR),
     FigureDef("d_s", "entropy change", direction="lower", bounds=(-1.0, 1.0),

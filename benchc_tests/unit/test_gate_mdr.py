@@ -203,3 +203,38 @@ def test_a_tolerance_above_the_mdr_says_the_change_moved_samples_both_ways():
     vsi[sensitive[:10]] /= 1e4
     (o,) = check(base, base.with_evidence(ev.replaced(vsi=vsi)), z_for=BUDGET.z).outcomes
     assert o.tolerance <= o.mdr and o.note is None
+
+
+# -- a share at one cell: corrupted accuracy --------------------------------------------------
+def _answers_wrong(ev: GridEvidence, target: float, rng) -> GridEvidence:
+    """Whole samples turn wrong in the corrupted condition (the answer's logit swapped with
+    the best other option's), none the other way."""
+    logits = ev.logits.copy()
+    corr = logits[:, 1]  # (N, options): the cell's one corrupted condition
+    filled = np.where(np.isnan(corr), -np.inf, corr)
+    right = np.flatnonzero(filled.argmax(axis=1) == ev.answers)
+    k = math.ceil(target * len(ev.ids))
+    assert k <= right.size, "not enough correct samples for the regression"
+    for i in rng.choice(right, k, replace=False):
+        row = filled[i].copy()
+        row[ev.answers[i]] = -np.inf
+        j = int(row.argmax())
+        corr[i, [ev.answers[i], j]] = corr[i, [j, ev.answers[i]]]
+    logits[:, 1] = corr
+    return GridEvidence(ev.ids, ev.answers, ev.n_options, ev.conditions, logits)
+
+
+@pytest.mark.parametrize(
+    "n", [30, pytest.param(None, marks=pytest.mark.power)], ids=["30 samples", "115 samples"]
+)
+def test_cell_accuracy_mdr_is_a_regression_the_gate_catches(n):
+    # a cell's accuracy is a share of its samples: a printed MDR of the 0.03 floor was a
+    # regression the gate could not see (it needs about z^2 / (n + z^2) of them to move)
+    ev = _evidence("test_cell-gaussian_noise-1", n)
+    mdr, fails, powerless = _power("cell", "accuracy", ev, _answers_wrong)
+    assert mdr >= 1 / len(ev.ids)
+    if powerless is not None:
+        assert "cannot fail" in powerless
+        return
+    print(f"MDR {mdr:.4f}: 1.5 x MDR failed {fails}/{SEEDS}")
+    assert fails >= 0.8 * SEEDS, f"MDR {mdr:.4f}: 1.5 x MDR failed only {fails}/{SEEDS}"
