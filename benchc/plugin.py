@@ -94,6 +94,14 @@ def pytest_collection_modifyitems(
     from benchc.gates.budget import ErrorBudget
 
     config.stash[BUDGET] = ErrorBudget(state.cfg.false_alarm_budget, _gate_counts(items))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Load what the cases that survived ``-k``/``-m`` need: nothing when none is the suite's."""
+    config, items = session.config, session.items
+    if config.option.collectonly or not any(collect.is_suite_item(i) for i in items):
+        return
+    state = _session(config)
     error = collect.prepare(config, items, state, worker=xdist.worker_id(config) is not None)
     if error:
         config.stash[LOAD_ERROR] = error
@@ -113,20 +121,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureRequest):
     """``benchc_gate(payload)``: a paired check against ``thresholds/<slug>/<case>.json``."""
     from benchc.gates.budget import ErrorBudget
-    from benchc.gates.snapshot import extension_for, model_slug
+    from benchc.gates.snapshot import extension_for
     from benchc.suite.gate import GateCheck
 
     cfg = benchc_session.cfg
     config = request.config
     update = bool(config.getoption("update_snapshots", False))
     budget = config.stash.get(BUDGET, None) or ErrorBudget(cfg.false_alarm_budget)
-    ext = extension_for(
-        cfg.thresholds_dir,
-        model_slug(benchc_session.backend.name),
-        update=update,
-        budget=budget,
-        seed=cfg.seed,
-    )
+    ref = benchc_session.baseline
+    ext = extension_for(ref.folder.parent, ref.folder.name, update=update, budget=budget,
+                        seed=cfg.seed)  # fmt: skip
     node = request.node
 
     def sink(case: str, record: dict) -> None:
@@ -145,6 +149,7 @@ def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureR
         budget=budget,
         strict=cfg.strict_gates,
         sink=sink,
+        baseline_ref=ref,
     )
 
 
@@ -165,11 +170,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         print(f"ERROR: {config.stash[LOAD_ERROR]}", file=sys.stderr)
         return
-    cfg = _session(config).cfg
-    if config.getoption("update_snapshots", False):
+    state = _session(config)
+    if config.getoption("update_snapshots", False) and state.started:
         from benchc.gates import sidecar
+        from benchc.suite.provenance import record_baseline_manifest
 
-        sidecar.sweep_unreferenced(cfg.thresholds_dir)
+        sidecar.sweep_unreferenced(state.baseline.folder.parent)
+        record_baseline_manifest(state)
     _write_reports(config)
 
 
