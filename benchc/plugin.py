@@ -33,8 +33,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser.getgroup("benchc", "benchc structural-robustness suite").addoption)
 
 
+#: ``--snapshot-update`` is syrupy's; in a benchc run it records baselines.
+SNAPSHOT_UPDATE_HELP = (
+    "benchc: record the baseline (--baseline NAME, else the model's own name) from this run's "
+    "figures into --thresholds-dir; rules edited in the snapshots survive (also syrupy's "
+    "snapshot update)"
+)
+
+
+def _snapshot_update_help(parser: pytest.Parser) -> None:
+    """syrupy declares ``--snapshot-update``; only its help line is changed (``pytest --help``
+    renders after ``pytest_configure``)."""
+    for group in getattr(parser, "_groups", []):
+        for opt in group.options:
+            if "--snapshot-update" in opt.names():
+                opt._attrs["help"] = SNAPSHOT_UPDATE_HELP
+    optparser = getattr(parser, "optparser", None)  # the argparse parser built from them
+    for action in getattr(optparser, "_actions", []):
+        if "--snapshot-update" in action.option_strings:
+            action.help = SNAPSHOT_UPDATE_HELP
+
+
 def pytest_configure(config: pytest.Config) -> None:
     collect.register_markers(config)
+    _snapshot_update_help(config._parser)
     with _usage_error():
         cfg = SuiteConfig.from_options(
             config.getoption, rootdir=Path(config.rootpath), worker_id=xdist.worker_id(config)
@@ -132,6 +154,7 @@ def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureR
     ext = extension_for(ref.folder.parent, ref.folder.name, update=update, budget=budget,
                         seed=cfg.seed)  # fmt: skip
     node = request.node
+    sides = benchc_session.sides()
 
     def sink(case: str, record: dict) -> None:
         config.stash[VERDICTS].append(record)
@@ -139,7 +162,7 @@ def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureR
             from benchc.report.ci import record as record_property
         except ImportError:
             return
-        record_property(node, record)
+        record_property(node, record, sides)
 
     return GateCheck(
         snapshot.use_extension(ext),
@@ -183,8 +206,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def _write_reports(config: pytest.Config) -> None:
     from benchc.suite.reports import write_reports
 
-    verdicts = list(config.stash.get(VERDICTS, [])) or None
-    write_reports(_session(config).cfg, config.stash[RUN_DIRS], verdicts)
+    state = _session(config)
+    verdicts = [v for v in config.stash.get(VERDICTS, []) if v["status"] != "recorded"]
+    sides = state.sides() if state.started else None
+    notes = _sides(config)[2:] + [n for n in _notes(config) if "another environment" in n]
+    folder = state.baseline.folder if state.started else None
+    write_reports(state.cfg, config.stash[RUN_DIRS], verdicts or None, sides=sides, notes=notes,
+                  baseline_folder=folder)  # fmt: skip
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -220,6 +248,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if not lines and not dirs and not notes:
         return
     terminalreporter.section("benchc")
+    for line in _sides(config):
+        terminalreporter.write_line(line)
     for d in dirs:
         terminalreporter.write_line(f"results: {d}")
     for note in notes:
@@ -231,6 +261,28 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(line)
     if config.getoption("update_snapshots", False) and _session(config).started:
         from benchc.suite.notes import baseline_warnings
+        from benchc.suite.recording import recording_block
 
         for warning in baseline_warnings(_session(config).run):
             terminalreporter.write_line(f"WARNING: recorded a baseline while {warning}", red=True)
+        for line in recording_block(records, _session(config).baseline.label):
+            terminalreporter.write_line(line)
+
+
+def _sides(config: pytest.Config) -> list[str]:
+    """Which model was gated against which baseline (each with its source), and a smoke run's
+    scope: the first lines of the summary."""
+    state = _session(config)
+    if not state.started:
+        return []
+    cfg, ref = state.cfg, state.baseline
+    if config.getoption("update_snapshots", False):
+        lines = [f"recording: {state.backend.name} ({cfg.model}) as baseline {ref.label}"]
+    else:
+        lines = [f"candidate: {state.backend.name} ({cfg.model})", f"baseline: {ref.label}"]
+    if cfg.limit is not None:
+        lines.append(
+            f"smoke run (--limit {cfg.limit}): the gates compared the first {cfg.limit} samples "
+            "with the same samples of the baseline"
+        )
+    return lines

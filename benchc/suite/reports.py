@@ -11,7 +11,15 @@ from pathlib import Path
 from benchc.suite.config import SuiteConfig
 
 
-def write_reports(cfg: SuiteConfig, run_dirs: Iterable[str], verdicts: list[dict] | None) -> None:
+def write_reports(
+    cfg: SuiteConfig,
+    run_dirs: Iterable[str],
+    verdicts: list[dict] | None,
+    *,
+    sides: dict[str, str] | None = None,
+    notes: list[str] | None = None,
+    baseline_folder: Path | None = None,
+) -> None:
     """``--report DIR``: the HTML page and JSON of this run with its gate verdicts; the
     Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it."""
     from benchc.report import ci
@@ -30,6 +38,7 @@ def write_reports(cfg: SuiteConfig, run_dirs: Iterable[str], verdicts: list[dict
                 cfg.report,
                 vsi_dir=groups[0][1],
                 thresholds_dir=cfg.thresholds_dir,
+                baseline_folder=baseline_folder,
                 verdicts=verdicts,
                 verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
                 record_command=record_command(cfg),
@@ -38,4 +47,6 @@ def write_reports(cfg: SuiteConfig, run_dirs: Iterable[str], verdicts: list[dict
         else:
             page = compare_runs([g for g, _ in groups], cfg.report, vsi_dirs=[v for _, v in groups])
     if verdicts:
-        ci.write_step_summary(verdicts, report=str(page) if page else None)
+        ci.write_step_summary(
+            verdicts, report=str(page) if page else None, sides=sides, notes=notes or ()
+        )

@@ -218,6 +218,17 @@ class SuiteSession:
             self._baseline = resolve(self.cfg.thresholds_dir, self.cfg.baseline, name)
         return self._baseline
 
+    def sides(self) -> dict[str, str]:
+        """The candidate and the baseline, each with its name and source (summary, JUnit,
+        report)."""
+        ref = self.baseline
+        return {
+            "candidate": self.backend.name,
+            "candidate_source": self.cfg.model,
+            "baseline": ref.name,
+            "baseline_source": ref.source,
+        }
+
     @property
     def started(self) -> bool:
         return self._run is not None

@@ -358,7 +358,7 @@ def test_cli_damaged_run_is_one_clear_line(tmp_path, capsys):
     run.mkdir(parents=True)
     (run / "manifest.json").write_text("{}")
     (run / "samples.npz").write_bytes(b"not an npz")
-    assert main(["report", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "o")]) == 3  # EXIT_UNREADABLE
     err = capsys.readouterr().err
     assert "cannot read this results folder" in err and "Traceback" not in err
 
