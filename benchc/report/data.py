@@ -14,7 +14,8 @@ Table 2 and the error signals); a block a series cannot supply is ``null``.
 ``axes``: ``corruptions``, ``severities``, ``families``. ``verdicts``: ``available``, ``note``,
 ``items`` (the gate verdict dicts, failures first), ``counts``, ``record_command``.
 ``sides`` (a run against its baseline): ``candidate`` and ``baseline``, each ``name`` and
-``source``; the series' labels say ``candidate: ...`` and ``baseline: <name>``.
+``source``; the run's series is labelled ``candidate: ...``, the baseline's ``baseline`` with
+its ``name``.
 ``drilldown``: the samples that moved most. A compare page adds ``agreement``
 (:mod:`benchc.report.agreement`: ``vsi`` rank agreement, Bench-C ``table_vi`` and ``table_v``).
 Undefined numbers are ``null``, never 0.
@@ -376,13 +377,14 @@ def build(
     if has_baseline and len(runs) == 1 and not labels:  # the gate's two sides, named
         labels = [f"candidate: {runs[0].model_name} / {runs[0].dataset_name}"]
     labels = list(labels) if labels else _default_labels(runs)
-    base_label = f"baseline: {baseline.folder.name}" if baseline is not None else "baseline"
+    base_name = baseline.folder.name if baseline is not None else None
     first = runs[0]
     ref = vsi_reference(runs, baseline, baseline_run, vsi_support)
     kw = {"n_boot": n_boot, "vsi_ref": ref, "vsi_support": vsi_support}
     series = [series_from_run(r, lab, **kw) for r, lab in zip(runs, labels, strict=True)]
     if baseline is not None and not baseline.empty and baseline_run is not None:
-        b = series_from_run(baseline_run, base_label, **kw)
+        b = series_from_run(baseline_run, "baseline", **kw)
+        b["name"] = base_name
         b.update(
             kind="baseline",
             source=f"{display_path(baseline.folder)} ({display_path(baseline_run.path)})",
@@ -393,7 +395,7 @@ def build(
         series.append(b)
     elif baseline is not None and not baseline.empty:
         series.append(series_from_snapshots(baseline, first.corruptions, first.severities))
-        series[-1]["label"] = base_label
+        series[-1]["name"] = base_name
     vb = verdicts_block(verdicts, verdict_note, record_command)
     title = (
         f"benchc report: {first.model_name} on {first.dataset_name}"
