@@ -50,6 +50,7 @@ def environment(backend: Any = None) -> dict[str, str | None]:
     where a backend has none, e.g. a server)."""
     from benchc import __version__
 
+    backend = getattr(backend, "inner", backend)  # a wrapper (--benchc-degrade): its model
     device = getattr(backend, "device", None)
     dtype = getattr(backend, "dtype", None)
     return {

@@ -190,9 +190,9 @@ def _load(config: pytest.Config, items: list[pytest.Item], state: SuiteSession) 
     if state.cfg.baseline is not None:  # named: checked before the model loads
         check_baseline(state, **check)
     _ = state.backend
+    check_model_inputs(state)
     if state.cfg.baseline is None:  # the model's own name: known once it loaded
         check_baseline(state, **check)
-    check_model_inputs(state)
     drop_skipped_sample_cases(config, items, state)
     if any("benchc_vsi_figure" in _params(i) for i in items):
         _ = state.vsi_run  # the VSI gates' dataset: its errors come before any case too

@@ -67,7 +67,7 @@ def missing_baseline(cfg: SuiteConfig, ref: BaselineRef, model_name: str) -> str
         f"{ref.folder.parent.name}/), then gate with --baseline={release}:"
     )
     lines.append(f"       {command(cfg, update=True, model=RELEASED, baseline=release)}")
-    if ref.given is None:
+    if ref.given is None and not there:  # a first recording: this model may be the release
         lines.append(
             f"  {n + 1}. only if '{model_name}' itself is the release future candidates are "
             "gated against, record it:"
