@@ -35,7 +35,7 @@ from benchc.gates.snapshot import cell_file, load_baseline, model_slug, recorded
 from benchc.results.reader import StoredRun
 from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
 from benchc.suite.messages import command
-from benchc.suite.recording import remedy
+from benchc.suite.recording import cause, remedy
 
 
 def record_command(cfg: SuiteConfig, *, extra: tuple[str, ...] = ()) -> str:
@@ -166,10 +166,14 @@ class GateCheck:
         if unchecked:
             text = "; ".join(f"{o.spec.name}: {o.reason}" for o in unchecked)
             if self.strict:
-                fixes = [remedy(o.spec.name, o.reason, self.path, baseline) for o in unchecked]
+                fixes = [
+                    f"{cause(o.spec.name, o.reason, baseline)}\nfix: "
+                    f"{remedy(o.spec.name, o.reason, self.path, baseline)}"
+                    for o in unchecked
+                    if "undefined on the baseline" in (o.reason or "")
+                ]
                 pytest.fail(
-                    f"gate(s) could not be checked (--strict-gates): {text}\n"
-                    + "\n".join(f"fix: {f}" for f in fixes if f),
+                    f"gate(s) could not be checked (--strict-gates): {text}\n" + "\n".join(fixes),
                     False,
                 )
             if len(unchecked) == len(verdict.outcomes):

@@ -39,20 +39,26 @@ def _why_vsi(payload: Payload | None) -> str | None:
     )
 
 
+def cause(figure: str, reason: str | None, baseline: Payload | None) -> str:
+    """Why a gate is undefined on its baseline, in numbers where benchc can give them."""
+    if figure == "gap":
+        why = _why_vsi(baseline)
+        if why:
+            return f"{reason}: {why}" if reason else why
+    return reason or f"{figure} is undefined on the baseline"
+
+
 def remedy(figure: str, reason: str | None, path: Path, baseline: Payload | None) -> str:
     """What to do about a gate that is undefined on its baseline (``reason``)."""
     if figure == "gap":
-        why = _why_vsi(baseline)
-        cause = f"{why}: " if why else ""
         return (
-            f"{cause}record the baseline on a larger --vsi-dataset (the VSI paper's pool is the "
-            f"lowest-VSI 20 %), or switch the gate off in {path} by changing its rule to "
+            f"record the baseline on a larger --vsi-dataset (more low-VSI samples of distinct "
+            f"images), or switch the gate off in {path} by changing its rule to "
             f"'gap:higher:floor=0.05:off' (re-recording keeps it off)"
         )
     return (
-        f"{figure} is undefined on the baseline's data ({reason or 'no sample counts towards it'}):"
-        f" record on a dataset where it is defined, or switch the gate off in {path} by adding "
-        f"':off' to its rule (re-recording keeps it off)"
+        f"record on a dataset where {figure} is defined, or switch the gate off in {path} by "
+        f"adding ':off' to its rule (re-recording keeps it off)"
     )
 
 
@@ -68,7 +74,7 @@ def recorded_records(
         if o.status == "off":
             continue
         if not math.isfinite(o.baseline):
-            out.append({**base, "undefined": o.reason,
+            out.append({**base, "undefined": cause(o.spec.name, o.reason, payload),
                         "remedy": remedy(o.spec.name, o.reason, path, payload)})  # fmt: skip
         elif o.powerless:
             out.append({**base, "powerless": o.powerless})
@@ -105,4 +111,4 @@ def recording_block(records: Sequence[dict[str, Any]], label: str) -> list[str]:
     return lines
 
 
-__all__ = ["recorded_records", "recording_block", "remedy"]
+__all__ = ["cause", "recorded_records", "recording_block", "remedy"]

@@ -65,7 +65,9 @@ def data(tmp_path_factory) -> dict[str, Path]:
     save_jsonl(generate(10, 7), root / "small")
     save_jsonl(generate(10, 8), root / "other")
     save_jsonl(generate(32, 7), root / "medium")  # a washed-out model fails on it
-    return {"small": root / "small", "other": root / "other", "medium": root / "medium"}
+    save_jsonl(generate(4, 9), root / "four")  # a VSI set too small for the gap's probe
+    names = ("small", "other", "medium", "four")
+    return {name: root / name for name in names}
 
 
 @pytest.fixture(scope="module")
@@ -214,11 +216,12 @@ def test_recording_names_what_cannot_be_gated_and_a_rule_stays_off(
     project, models, data, cache
 ):
     root = project.path
-    args = _args(models["release"], data["small"], cache, root)
+    four = f"--vsi-dataset={data['four']}"
+    args = _args(models["release"], data["small"], cache, root, four)
     result = project.runpytest_inprocess(*args, "--snapshot-update")
     result.assert_outcomes(passed=12)
     out = result.stdout.str()
-    # one block: the gap is undefined on a 10-sample VSI set (reason and remedy, in numbers)
+    # one block: the gap is undefined on a 4-sample VSI set (reason and remedy, in numbers)
     assert out.count("with gates no later run can check:") == 1
     assert "gap in vsi:" in out and "distinct image(s)" in out and "5 grouped folds" in out
     assert "remedy: record the baseline on a larger --vsi-dataset" in out
