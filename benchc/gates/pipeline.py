@@ -97,6 +97,14 @@ def _default_dir(value: Any, default: str) -> bool:
     return Path(value).resolve() == (Path.cwd() / default).resolve()
 
 
+def suite_args() -> list[str]:
+    """How to name the suite from the working directory: this checkout's folder, else the
+    installed package (``--pyargs``), so a printed command runs where the run ran."""
+    if (Path.cwd() / "benchc_tests" / "suite").is_dir():
+        return ["benchc_tests/suite"]
+    return ["--pyargs", "benchc_tests.suite"]
+
+
 def suite_command(
     settings: Mapping[str, Any],
     *,
@@ -108,7 +116,7 @@ def suite_command(
     then ``extra``); a setting at its default (missing, None, or the value in ``defaults``) is
     left out."""
     get, defaults = settings.get, defaults or {}
-    parts = ["pytest", "benchc_tests/suite"]
+    parts = ["pytest", *suite_args()]
     for key in ("model", "dataset", "vsi_dataset"):
         if get(key) and get(key) != defaults.get(key):
             parts.append(f"--{key.replace('_', '-')}={get(key)}")

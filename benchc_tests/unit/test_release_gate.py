@@ -101,8 +101,8 @@ def _inner(printed: str) -> list[str]:
     """A printed ``pytest benchc_tests/suite ...`` command as this pytester project runs it
     (its copy of the suite is ``suite/``); every option verbatim."""
     argv = shlex.split(printed)
-    assert argv[:2] == ["pytest", "benchc_tests/suite"], printed
-    return ["suite", *argv[2:], "-p", "no:randomly"]
+    assert argv[:3] == ["pytest", "--pyargs", "benchc_tests.suite"], printed  # run from here
+    return ["suite", *argv[3:], "-p", "no:randomly"]
 
 
 def _commands(text: str) -> list[str]:
@@ -178,9 +178,7 @@ def test_a_candidate_is_gated_against_a_named_baseline(
                  "--out", str(tmp_path / "bad")]) == EXIT_GATE_FAILED  # fmt: skip
 
 
-def test_a_mismatch_is_one_usage_error_before_the_first_forward_pass(
-    project, models, data, cache
-):
+def test_a_mismatch_is_one_usage_error_before_the_first_forward_pass(project, models, data, cache):
     root = project.path
     release = _args(models["release"], data["small"], cache, root, "--baseline=release")
     project.runpytest_inprocess(*release, "--snapshot-update").assert_outcomes(passed=12)
@@ -212,9 +210,7 @@ def test_a_mismatch_is_one_usage_error_before_the_first_forward_pass(
     project.runpytest_inprocess(*fixed).assert_outcomes(passed=12)
 
 
-def test_recording_names_what_cannot_be_gated_and_a_rule_stays_off(
-    project, models, data, cache
-):
+def test_recording_names_what_cannot_be_gated_and_a_rule_stays_off(project, models, data, cache):
     root = project.path
     four = f"--vsi-dataset={data['four']}"
     args = _args(models["release"], data["small"], cache, root, four)
