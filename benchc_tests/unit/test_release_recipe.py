@@ -103,23 +103,18 @@ def test_a_regressed_candidate_fails_the_gate_and_the_report(setup):
     repo, env = setup["repo"], {**setup["env"], "CANDIDATE": str(setup["regressed"])}
     gate = recipe().split("# every candidate", 1)[1]
     gate = gate.replace("--out report-again", "--out report-regressed")
-    gate = gate.replace(
-        "benchc report .benchc/results", f"benchc report .benchc/results/{FAMILY}-step-60000"
-    )
+    gate = gate.replace(".benchc/candidate", ".benchc/regressed")  # its own stored run
     done = _run(gate, repo, env)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     assert "gate FAIL" in done.stdout
     # the failure prints a drill-down command: it runs as printed, on the same stored outputs
-    drill = next(
-        line.split("drill down: ", 1)[1]
-        for line in done.stdout.splitlines()
-        if "drill down: " in line
-    )
-    before = sorted((repo / ".benchc" / "results").glob("*/*"))
+    lines = done.stdout.splitlines()
+    drill = next(line.split("drill down: ", 1)[1] for line in lines if "drill down: " in line)
+    before = sorted((repo / ".benchc" / "regressed").glob("*/*"))
     again = _run(drill, repo, env)
     assert again.returncode in (0, 1), again.stderr[-3000:]
     assert "test_sample[" in again.stdout
-    assert sorted((repo / ".benchc" / "results").glob("*/*")) == before
+    assert sorted((repo / ".benchc" / "regressed").glob("*/*")) == before
     doc = json.loads((repo / "report-regressed" / "report.json").read_text())
     assert doc["verdicts"]["counts"]["fail"] >= 1
 
