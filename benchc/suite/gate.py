@@ -70,6 +70,11 @@ def run_record_command(
         if baseline_folder is not None:
             settings["thresholds_dir"] = folder.parent
             settings["baseline"] = folder.name
+        if folder.name != model_slug(run.model_name):  # a candidate: record the release
+            from benchc.gates.baselines import read_manifest
+            from benchc.suite.messages import RELEASED
+
+            settings["model"] = read_manifest(folder).get("model") or RELEASED
     return pipeline.record_command(settings, defaults=_DEFAULTS)
 
 

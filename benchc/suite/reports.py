@@ -29,7 +29,6 @@ def write_reports(
     if cfg.report is not None and dirs:
         from benchc.report import compare_runs, write_report
         from benchc.results.reader import group_runs
-        from benchc.suite.gate import record_command
 
         groups = group_runs(dirs)  # the grid run and, with its own dataset, the VSI run
         if len(groups) == 1:
@@ -41,7 +40,7 @@ def write_reports(
                 baseline_folder=baseline_folder,
                 verdicts=verdicts,
                 verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
-                record_command=record_command(cfg),
+                record_command=_record_command(cfg, baseline_folder),
                 vsi_support=cfg.vsi_support,
             )
         else:
@@ -50,3 +49,16 @@ def write_reports(
         ci.write_step_summary(
             verdicts, report=str(page) if page else None, sides=sides, notes=notes or ()
         )
+
+
+def _record_command(cfg: SuiteConfig, folder: Path | None) -> str:
+    """The command the report offers to re-record the baseline: from the released checkpoint
+    (the baseline's manifest names it) when the run gated a candidate against a named one."""
+    from benchc.gates.baselines import BaselineRef, read_manifest
+    from benchc.suite.gate import record_command
+    from benchc.suite.messages import record_release
+
+    if cfg.baseline is None or folder is None:
+        return record_command(cfg)
+    ref = BaselineRef(folder.name, folder, cfg.baseline)
+    return record_release(cfg, ref, read_manifest(folder).get("model"))
