@@ -41,8 +41,6 @@ from benchc.suite.recording import cause, remedy
 def record_command(cfg: SuiteConfig, *, extra: tuple[str, ...] = ()) -> str:
     """The command that records this run's baseline (every comparability setting and the
     baseline's name: :func:`benchc.suite.messages.command`)."""
-    from benchc.suite.messages import command
-
     return command(cfg, update=True, extra=extra)
 
 
@@ -158,10 +156,11 @@ class GateCheck:
         if failed:
             lines = [line for o in failed for line in describe(o, payload)]
             lines.append(f"snapshot: {self.path} (baseline {self.ref.label})")
-            if payload.level == "cell":
-                lines.append(
-                    "drill down: " + command(self.cfg, extra=("--per-sample", "-k", payload.scope))
-                )
+            samples = {"cell": f"test_sample and {payload.scope}", "model": "test_sample",
+                       "family": f"test_sample and family:{payload.scope}"}  # fmt: skip
+            if payload.level in samples:  # the gate's samples, one case each
+                extra = ("--per-sample", "-k", samples[payload.level])
+                lines.append("drill down: " + command(self.cfg, extra=extra))
             lines.append(
                 f"if this change is intended and this checkpoint becomes baseline "
                 f"'{self.ref.name}': {record_command(self.cfg, extra=('-k', self.node.name))}"

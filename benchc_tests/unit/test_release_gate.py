@@ -174,6 +174,14 @@ def test_a_candidate_is_gated_against_a_named_baseline(
     result = project.runpytest_inprocess(*_inner(gate), "--benchc-degrade=damp=0.05,sharpen=4")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     bad = next(p for p in (root / "results").glob("*/*") if p != run_dir and "rc2" in str(p))
+    # its failures print a drill-down: run as printed, it reads the same stored outputs
+    drill = next(ln.split("drill down: ", 1)[1] for ln in result.outlines if "drill down: " in ln)
+    assert "--benchc-degrade=damp=0.05,sharpen=4" in drill and "--baseline=release" in drill
+    stored = sorted((root / "results").glob("*/*"))
+    again = project.runpytest_inprocess(*_inner(drill))
+    assert again.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    assert "test_sample[" in again.stdout.str()
+    assert sorted((root / "results").glob("*/*")) == stored
     assert main(["report", str(bad), "--baseline", str(folder), "--no-images",
                  "--out", str(tmp_path / "bad")]) == EXIT_GATE_FAILED  # fmt: skip
 
