@@ -99,31 +99,6 @@ def test_the_recipe_runs_as_written(setup):
         assert doc["verdicts"]["counts"].get("fail", 0) == 0
 
 
-def test_a_regressed_candidate_fails_the_gate_and_the_report(setup):
-    # another seed's weights, and its next-token logits sharpened 30x (the hidden test knob):
-    # a tiny random model answers near-uniformly, so only this moves its robustness figures
-    env = {**setup["env"], "CANDIDATE": str(setup["regressed"])}
-    env["PYTEST_ADDOPTS"] += " --benchc-degrade=sharpen=30"
-    repo = setup["repo"]
-    text = recipe()
-    gate = text[text.index("# every candidate") :]
-    gate = gate.replace("--out report-again", "--out report-regressed")
-    gate = gate.replace(".benchc/candidate", ".benchc/regressed")  # its own stored run
-    done = _run(gate, repo, env)
-    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "gate FAIL" in done.stdout
-    doc = json.loads((repo / "report-regressed" / "report.json").read_text())
-    assert doc["verdicts"]["counts"]["fail"] >= 1
-    # the failure prints how to accept the change: run as printed, the next gate run passes
-    accept = [ln.split("': ", 1)[1] for ln in done.stdout.splitlines() if "is intended" in ln]
-    assert accept and all("--baseline=qwen-v1" in c for c in accept)
-    for command in dict.fromkeys(accept):
-        assert _run(command, repo, env).returncode == 0, command
-    pytest_line = gate[: gate.index("status=$?")]
-    rerun = _run(pytest_line, repo, env)
-    assert rerun.returncode == 0, rerun.stdout[-3000:]
-
-
 def test_every_printed_command_runs_as_printed_without_a_loop(setup):
     repo, env = setup["repo"], setup["env"]
     base = (
@@ -155,3 +130,29 @@ def test_every_printed_command_runs_as_printed_without_a_loop(setup):
     assert _run(record, repo, env).returncode == 0
     rerun = _run(wanted, repo, env)
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+
+
+def test_a_regressed_candidate_fails_the_gate_and_the_report(setup):
+    """Last: accepting the change re-records the baseline from this candidate."""
+    # another seed's weights, and its next-token logits sharpened 30x (the hidden test knob):
+    # a tiny random model answers near-uniformly, so only this moves its robustness figures
+    env = {**setup["env"], "CANDIDATE": str(setup["regressed"])}
+    env["PYTEST_ADDOPTS"] += " --benchc-degrade=sharpen=30"
+    repo = setup["repo"]
+    text = recipe()
+    gate = text[text.index("# every candidate") :]
+    gate = gate.replace("--out report-again", "--out report-regressed")
+    gate = gate.replace(".benchc/candidate", ".benchc/regressed")  # its own stored run
+    done = _run(gate, repo, env)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "gate FAIL" in done.stdout
+    doc = json.loads((repo / "report-regressed" / "report.json").read_text())
+    assert doc["verdicts"]["counts"]["fail"] >= 1
+    # the failure prints how to accept the change: run as printed, the next gate run passes
+    accept = [ln.split("': ", 1)[1] for ln in done.stdout.splitlines() if "is intended" in ln]
+    assert accept and all("--baseline=qwen-v1" in c for c in accept)
+    for command in dict.fromkeys(accept):
+        assert _run(command, repo, env).returncode == 0, command
+    pytest_line = gate[: gate.index("status=$?")]
+    rerun = _run(pytest_line, repo, env)
+    assert rerun.returncode == 0, rerun.stdout[-3000:]
