@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -120,6 +121,17 @@ def test_every_printed_command_runs_as_printed_without_a_loop(setup):
 
     # 3. another VSI set, intended: the printed re-record (from the released checkpoint, every
     # setting carried) and then the same gate run pass: no "re-record again" loop
+    saved = setup["root"] / "thresholds-before"  # this step re-records: put it back after
+    shutil.copytree(repo / "thresholds", saved)
+    try:
+        _rerecorded_vsi_set(setup, base)
+    finally:
+        shutil.rmtree(repo / "thresholds")
+        shutil.copytree(saved, repo / "thresholds")
+
+
+def _rerecorded_vsi_set(setup: dict, base: str) -> None:
+    repo, env = setup["repo"], setup["env"]
     extra = shlex.quote(str(setup["root"] / "data" / "vsi-extra"))
     wanted = f"{base} --baseline=qwen-v1 --vsi-dataset={extra}"
     done = _run(wanted, repo, env)
