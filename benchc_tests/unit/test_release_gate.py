@@ -1,8 +1,9 @@
 """The release gate as a model team runs it (issue 22), in-process on small configurations:
 a candidate under its own name gated against a named baseline, one message per run when the
 workflow cannot proceed, comparability before the first forward pass, honest recording,
-provenance, smoke runs and the CI surfaces. The recipe end to end (two tiny real-family
-checkpoints, every printed command run verbatim) is ``test_release_recipe.py`` (``-m slow``).
+provenance, smoke runs and the CI surfaces. About two minutes of model runs on 2 cores, so
+``-m slow`` (the default run keeps its pace); the recipe end to end (two tiny real-family
+checkpoints, every printed command run verbatim) is ``test_release_recipe.py``, also slow.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import benchc.suite.session  # noqa: F401
 from benchc_tests.unit.suite_project import make_suite_project
 
 pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 EMBEDDED_MODEL = REPO / "fixtures" / "tiny-vlm"
@@ -268,14 +270,6 @@ def test_smoke_run_and_ci_surfaces(project, models, data, cache):
     result = project.runpytest_inprocess(*args, "--limit=6", "--snapshot-update")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--limit with --snapshot-update" in result.stderr.str()
-
-    # -k that selects nothing loads nothing: a model that cannot load is never touched
-    start = time.perf_counter()
-    missing = _args(root / "no-such-model", data["small"], cache, root, "-k", "no_such_case")
-    result = project.runpytest_inprocess(*missing)
-    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
-    assert "cannot be loaded" not in result.stderr.str()
-    assert time.perf_counter() - start < 10
 
 
 def test_a_baseline_from_another_environment_is_one_line_and_still_gated(

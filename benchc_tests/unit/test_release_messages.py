@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from benchc import provenance
 from benchc.gates import GridEvidence, check
@@ -20,6 +21,9 @@ from benchc.suite.messages import command
 from benchc.suite.options import add_options
 from benchc.suite.payloads import build_payload
 from benchc.suite.summary import gate_summary
+from benchc_tests.unit.suite_project import make_suite_project
+
+pytest_plugins = ["pytester"]
 
 
 def _reparse(printed: str, rootdir: Path) -> SuiteConfig:
@@ -155,3 +159,14 @@ def test_provenance_names_what_differs():
         f"device cuda:0 (H100) -> {now['device']}",
     ]
     assert set(provenance.numeric_versions()) == {"torch", "transformers"}
+
+
+def test_k_selecting_nothing_loads_nothing(pytester: pytest.Pytester, tmp_path):
+    """No suite case selected: no model and no dataset are opened (a model that cannot load is
+    never touched), and no hidden placeholder is reported as deselected."""
+    project = make_suite_project(pytester)
+    args = ["suite", f"--model={tmp_path / 'no-such-model'}", f"--dataset={tmp_path / 'none'}"]
+    result = project.runpytest_inprocess(*args, "-k", "no_such_case")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert "cannot be loaded" not in result.stderr.str()
+    assert "108 deselected" in result.stdout.str()  # 95 cells, 5 families, 8 figures: no placeholder
