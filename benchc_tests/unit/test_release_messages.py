@@ -169,4 +169,4 @@ def test_k_selecting_nothing_loads_nothing(pytester: pytest.Pytester, tmp_path):
     result = project.runpytest_inprocess(*args, "-k", "no_such_case")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     assert "cannot be loaded" not in result.stderr.str()
-    assert "108 deselected" in result.stdout.str()  # 95 cells, 5 families, 8 figures: no placeholder
+    assert "108 deselected" in result.stdout.str()  # 95+5+8 cases, no placeholder
