@@ -52,7 +52,8 @@ ZFor = Callable[[Level], float]
 
 @dataclass(frozen=True)
 class Outcome:
-    """One gate's verdict. ``status``: pass, fail, improved or unchecked."""
+    """One gate's verdict. ``status``: pass, fail, improved, unchecked or off (the rule is
+    switched off in the snapshot)."""
 
     spec: FigureSpec
     rule: GateRule
@@ -182,6 +183,16 @@ def _intersect(base: Evidence, cur: Evidence) -> tuple[Evidence, Evidence, str |
     return base.restrict(keys), cur.restrict(keys), note
 
 
+def _shared_samples(base: Evidence, cur: Evidence) -> tuple[Evidence, str | None]:
+    """A run on some of the baseline's samples (``--limit``) is checked on those samples."""
+    mine = set(cur.ids)
+    if not mine < set(base.ids):
+        return base, None
+    rows = np.array([i for i, sid in enumerate(base.ids) if sid in mine])
+    note = f"compared on the {len(rows)} samples both sides have (baseline {len(base.ids)})"
+    return base.take(rows), note
+
+
 def _movers(
     spec: FigureSpec, base: Evidence, cur: Evidence
 ) -> tuple[tuple[str, float, float], ...]:
@@ -280,6 +291,8 @@ def check(
         return unchecked(f"the {side} has no per-sample evidence")
     try:
         base_ev, cur_ev, note = _intersect(base_ev, cur_ev)
+        base_ev, shared = _shared_samples(base_ev, cur_ev)
+        note = "; ".join(x for x in (note, shared) if x) or None
         cur_ev, paired = cur_ev.align(base_ev.ids).paired_with(base_ev)
         note = "; ".join(x for x in (note, paired) if x) or None
     except EvidenceError as exc:
@@ -300,6 +313,10 @@ def check(
             baseline=b, current=c, z=z, se_diff=se_diff, se_null=se_null, tolerance=tol,
             mdr=mdr, n=n, reason=note,
         )  # fmt: skip
+        if rule.off:
+            why = f"switched off in the snapshot (rule '{rule}')"
+            outcomes.append(Outcome(spec, rule, current.scope, "off", **{**common, "reason": why}))
+            continue
         if not math.isfinite(b):
             outcomes.append(
                 Outcome(

@@ -29,25 +29,44 @@ NO_VERDICTS = "no gate verdicts available"
 
 
 def offline_verdicts(
-    run_dir: Path, thresholds_dir: Path, vsi_dir: Path | None = None
+    run_dir: Path, folder: Path, vsi_dir: Path | None = None
 ) -> tuple[list[dict] | None, str]:
-    """The gates' verdicts for a stored run (and its VSI run), from the gates' own code when it
-    offers them."""
+    """The gates' verdicts for a stored run (and its VSI run) against the baseline ``folder``,
+    from the gates' own code when it offers them."""
     try:
         from benchc.suite.verdicts import collect  # provided by the gates (issue 10)
     except ImportError:
         return None, f"{NO_VERDICTS}: this benchc cannot re-check gates offline"
     return list(
-        collect(Path(run_dir), Path(thresholds_dir), vsi_dir=vsi_dir)
-    ), f"gates checked against {display_path(thresholds_dir)}"
+        collect(Path(run_dir), Path(folder).parent, vsi_dir=vsi_dir, baseline_folder=Path(folder))
+    ), f"gates checked against baseline {Path(folder).name} ({display_path(folder)})"
 
 
-def record_command_for(run: StoredRun, thresholds_dir: Path | None = None) -> str:
+def baseline_folder_for(run: StoredRun, baseline: Path) -> Path:
+    """``--baseline DIR`` of ``benchc report``: a baseline folder itself (it holds snapshots),
+    else a thresholds folder holding one named after the run's model."""
+    from benchc.gates.baselines import is_baseline_folder
+
+    baseline = Path(baseline)
+    return baseline if is_baseline_folder(baseline) else baseline / model_slug(run.model_name)
+
+
+def record_command_for(
+    run: StoredRun,
+    thresholds_dir: Path | None = None,
+    folder: Path | None = None,
+    vsi_dir: Path | None = None,
+) -> str:
     """The command that re-records this run's baseline: the gates' one builder
     (:func:`benchc.suite.gate.run_record_command`) on the run's manifest."""
     from benchc.suite.gate import run_record_command
 
-    return run_record_command(run, thresholds_dir)
+    vsi = None
+    if vsi_dir is not None:
+        from benchc.results.store import read_manifest
+
+        vsi = read_manifest(Path(vsi_dir)).get("dataset_spec")
+    return run_record_command(run, thresholds_dir, baseline_folder=folder, vsi_dataset=vsi)
 
 
 def _write(doc: dict[str, Any], out_dir: Path, drill_note: str | None) -> Path:
@@ -97,8 +116,12 @@ def write_report(
     n_boot: int = data.N_BOOT,
     vsi_dir: Path | None = None,
     vsi_support: str | None = None,
+    baseline_folder: Path | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
+
+    The baseline is ``baseline_folder`` when given, else ``thresholds_dir`` itself when it is a
+    baseline folder, else the folder named after the run's model inside it.
 
     ``verdicts``: the gate verdict dicts of this run (pytest passes what its gates produced);
     None with a ``thresholds_dir`` asks the gates to re-check the stored run offline. The
@@ -107,16 +130,15 @@ def write_report(
     the VSI the gates read (default: what the snapshots were recorded with, docs/spec.md §5).
     """
     run = read_run(run_dir, vsi_dir=vsi_dir)
+    folder = baseline_folder
+    if folder is None and thresholds_dir is not None:
+        folder = baseline_folder_for(run, Path(thresholds_dir))
     if vsi_support is None:
-        vsi_support = (
-            recorded_vsi_support(Path(thresholds_dir) / model_slug(run.model_name))
-            if thresholds_dir is not None
-            else spec.VSI_SUPPORT
-        )
-    base = snap.read_snapshots(thresholds_dir, run.model_name) if thresholds_dir else None
+        vsi_support = recorded_vsi_support(folder) if folder is not None else spec.VSI_SUPPORT
+    base = snap.read_folder(folder) if folder is not None else None
     base_run = snap.evidence_run(base) if base is not None and not base.empty else None
-    if verdicts is None and thresholds_dir is not None:
-        verdicts, verdict_note = offline_verdicts(run.path, thresholds_dir, vsi_dir)
+    if verdicts is None and folder is not None:
+        verdicts, verdict_note = offline_verdicts(run.path, folder, vsi_dir)
     elif verdicts is None:
         verdict_note = verdict_note or f"{NO_VERDICTS} (no --baseline thresholds given)"
     picks = drill.pick_samples(run, verdicts=verdicts, other=base_run, other_label="the baseline")
@@ -133,11 +155,13 @@ def write_report(
         baseline_run=base_run,
         verdicts=verdicts,
         verdict_note=verdict_note,
-        record_command=record_command or record_command_for(run, thresholds_dir),
+        record_command=record_command or record_command_for(run, thresholds_dir, folder, vsi_dir),
         drilldown=items,
         n_boot=n_boot,
         vsi_support=vsi_support,
     )
+    if folder is not None:
+        doc["baseline_note"] += environment_note(folder, run)
     return _write(doc, out_dir, note)
 
 
@@ -150,6 +174,16 @@ def _read(run_dir: Path, vsi_dir: Path | None) -> StoredRun:
         raise
     except ValueError as exc:
         raise StoreError(f"{display_path(run_dir)}: {exc}") from exc
+
+
+def environment_note(folder: Path, run: StoredRun) -> str:
+    """``"; recorded in another environment: torch 2.12.0 -> 2.13.0"`` or ``""``."""
+    from benchc import provenance
+    from benchc.gates.baselines import read_manifest
+
+    was, now = read_manifest(folder).get("environment"), run.manifest.get("environment")
+    diff = provenance.differences(was, now) if now else []
+    return f"; recorded in another environment: {', '.join(diff)}" if diff else ""
 
 
 def compare_runs(

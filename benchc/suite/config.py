@@ -56,6 +56,11 @@ class SuiteConfig:
     results_dir: Path = _d("results_dir")  # noqa: RUF009 (a Path is immutable)
     cache_dir: Path | None = _d("cache_dir")  # noqa: RUF009 (a Path is immutable)
     thresholds_dir: Path = _d("thresholds_dir")  # noqa: RUF009 (a Path is immutable)
+    #: The baseline gated against: a name inside ``thresholds_dir`` or an absolute folder
+    #: (None: the model's own name, :mod:`benchc.gates.baselines`).
+    baseline: str | None = _d("baseline")
+    #: Smoke run: the dataset's first N samples only (None: all).
+    limit: int | None = _d("limit")
     report: Path | None = _d("report")  # noqa: RUF009 (a Path is immutable)
     per_sample: bool = _d("per_sample")
     #: VSI region for samples without an annotation (docs/spec.md §5): a locator name or

@@ -172,6 +172,19 @@ def _args_of_model(value: Any, given: Mapping[str, Any], rootdir: Path) -> dict[
     return _model_args(value, given["model"])  # the schema depends on the backend --model picks
 
 
+def _baseline(value: Any, given: Mapping[str, Any], rootdir: Path) -> str | None:
+    """A name stays a name; a path (it has a separator, or is a folder under ``rootdir`` that
+    is not a baseline of --thresholds-dir) becomes absolute (:mod:`benchc.gates.baselines`)."""
+    from benchc.gates.baselines import normalise
+
+    if not value:
+        return None
+    try:
+        return normalise(str(value), _path(given["thresholds_dir"], given, rootdir), rootdir)
+    except ValueError as exc:
+        raise ConfigError(f"--baseline: {exc}") from None
+
+
 def _locator(value: Any, given: Mapping[str, Any], rootdir: Path) -> str:
     """Checked here, not at parse time: ``module:callable`` may need the conftest's sys.path."""
     from benchc.corruptions.locate import resolve_locator
@@ -267,7 +280,7 @@ OPTIONS: tuple[Option, ...] = (
         metavar="K=V,...",
         finish=_args_of_model,
     ),
-    Option("--revision", "revision", "hub revision of --model"),
+    Option("--revision", "revision", "hub revision of --model", metavar="REV"),
     Option(
         "--trust-remote-code",
         "trust_remote_code",
@@ -322,21 +335,24 @@ OPTIONS: tuple[Option, ...] = (
         "batch_size",
         "queries per forward pass (default: the backend's)",
         type=_number(int, lambda n: n < 1, "must be >= 1"),
+        metavar="N",
     ),
     Option(
         "--device",
         "device",
         "auto (GPU when present, one per xdist worker), cpu, cuda, cuda:1, ...",
         default="auto",
+        metavar="DEVICE",
         blank_is_default=True,
     ),
-    Option("--dtype", "dtype", "float32, bfloat16, float16"),
+    Option("--dtype", "dtype", "float32, bfloat16, float16", metavar="DTYPE"),
     Option(
         "--seed",
         "seed",
         "seed of corruptions and bootstrap (default %(default)s)",
         default=spec.DEFAULT_SEED,
         type=_number(int, lambda n: not 0 <= n < 2**63, "must be an integer in 0..2**63-1"),
+        metavar="N",
     ),
     Option(
         "--results-dir",
@@ -358,10 +374,26 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--thresholds-dir",
         "thresholds_dir",
-        "threshold snapshots, one folder per model (default %(default)s/)",
+        "threshold snapshots, one folder per baseline (default %(default)s/)",
         default=Path("thresholds"),
         metavar="DIR",
         finish=_path,
+    ),
+    Option(
+        "--baseline",
+        "baseline",
+        "the recorded baseline to gate against (or, with --snapshot-update, to record): a "
+        "name inside --thresholds-dir or a folder path (default: the model's own name)",
+        metavar="NAME_OR_DIR",
+        finish=_baseline,
+    ),
+    Option(
+        "--limit",
+        "limit",
+        "smoke run: only the dataset's first N samples; the gates compare them with the "
+        "same samples of the baseline",
+        type=_number(int, lambda n: n < 1, "must be >= 1"),
+        metavar="N",
     ),
     Option(
         "--report",

@@ -36,6 +36,7 @@ from benchc.fsutil import slug
 from benchc.metrics import GridMetrics, compute_grid
 from benchc.models.base import Backend, Query
 from benchc.models.collate import score
+from benchc.provenance import environment, numeric_versions
 from benchc.results import ResultStore, RunKey, StoreError
 from benchc.results.reader import SAMPLES, VSI, stack_conditions
 from benchc.results.store import StoreRepairWarning
@@ -72,6 +73,7 @@ class SuiteRun:
                 "corruption_engine": ENGINE_VERSION,
                 "imagecorruptions": library_version(),
                 "prompt": spec.PROMPT_VERSION,
+                **numeric_versions(),  # a torch or transformers upgrade recomputes
             },
             model_name=backend.name,
             dataset_name=dataset.name,
@@ -104,8 +106,9 @@ class SuiteRun:
             self.store.save(SAMPLES, table)
         if not self.store.manifest_ok():
             self.store.write_manifest(
-                {"model_spec": self.cfg.model, "dataset_spec": self.cfg.dataset}
-            )
+                {"model_spec": self.cfg.model, "dataset_spec": self.cfg.dataset,
+                 "environment": environment(self.backend)}
+            )  # fmt: skip
 
     def note_access(self) -> None:
         """Record in the manifest how the option distributions were actually obtained
@@ -115,7 +118,7 @@ class SuiteRun:
         access = self.backend.capabilities.option_distribution
         meta = self.store.manifest()
         if meta.get("option_access") != access:
-            kept = {k: meta[k] for k in ("model_spec", "dataset_spec") if k in meta}
+            kept = {k: meta[k] for k in ("model_spec", "dataset_spec", "environment") if k in meta}
             self.store.write_manifest({**kept, "option_access": access})
 
     @property

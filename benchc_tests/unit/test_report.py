@@ -358,7 +358,7 @@ def test_cli_damaged_run_is_one_clear_line(tmp_path, capsys):
     run.mkdir(parents=True)
     (run / "manifest.json").write_text("{}")
     (run / "samples.npz").write_bytes(b"not an npz")
-    assert main(["report", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "o")]) == 3  # EXIT_UNREADABLE
     err = capsys.readouterr().err
     assert "cannot read this results folder" in err and "Traceback" not in err
 
@@ -622,7 +622,7 @@ def test_report_paths_are_relative_to_the_working_directory(tmp_path, monkeypatc
     doc = json.loads((proj / "rep" / "report.json").read_text())
     assert doc["series"][0]["source"] == rel
     assert doc["baseline_note"] == "no readable snapshots in thresholds/toy-vlm"
-    assert doc["verdicts"]["note"] == "gates checked against thresholds"
+    assert doc["verdicts"]["note"] == "gates checked against baseline toy-vlm (thresholds/toy-vlm)"
     header = out.read_text().split("</header>")[0]
     assert f'from <span class="source">{rel}</span>' in header
     assert "thresholds/toy-vlm" in header and str(tmp_path) not in header

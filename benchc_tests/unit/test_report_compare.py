@@ -84,7 +84,7 @@ def test_runs_sharing_no_cell_are_a_bad_request_not_a_damaged_store(tmp_path, ro
 def test_a_damaged_store_is_still_reported_as_one(tmp_path, root, ds24, five, capsys):
     bad = make_run(root / "damaged", ds24, model="bad")
     (bad / "fog-1.npz").write_bytes(b"not an npz")
-    assert main(["compare", str(five), str(bad), "--out", str(tmp_path / "z")]) == 1
+    assert main(["compare", str(five), str(bad), "--out", str(tmp_path / "z")]) == 3
     err = capsys.readouterr().err
     assert "cannot read this results folder" in err and "fog-1.npz" in err
 
