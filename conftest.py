@@ -13,7 +13,7 @@ import os
 import pytest
 from hypothesis import settings
 
-pytest_plugins = ["benchc.plugin"]
+pytest_plugins = ["benchc.plugin", "pytester"]  # pytester: tests of the plugin's own help text
 
 #: Selects a Hypothesis profile (default ``ci``); ``--hypothesis-profile`` wins over it.
 HYPOTHESIS_ENV = "BENCHC_HYPOTHESIS_PROFILE"
