@@ -206,6 +206,11 @@ class HFBackend(Backend):
         self._text_tokens: dict[str, int] = {}  # rendered prompt -> its text tokens
         self._image_tokens: dict[tuple[int, int], int] = {}  # image (H, W) -> image tokens
         self._copy_stream: Any = None
+        self._processor_pool: Any = None
+        if self.device.type == "cuda":  # beside a CPU model the cores are busy already
+            from benchc.models.workers import default_workers
+
+            self.use_processor_workers(default_workers(self.processor_ms(), self.device.type))
 
         base = self.source.spec if self.source.is_hub else self.source.path.name
         self.name = slug(base)
@@ -264,6 +269,17 @@ class HFBackend(Backend):
         prompt = self._prompt(self.user_text(query))
         return (self._n_text_tokens(prompt) + self._n_image_tokens(query.image.shape[:2]),)
 
+    def processor_ms(self, side: int = 448) -> float:
+        """Milliseconds the processor takes for one ``side``-px photo-shaped image (4:3)."""
+        import time
+
+        image = np.zeros((side * 3 // 4, side, 3), np.uint8)
+        prompt = self.render("?")
+        self._model_inputs([image], [prompt], device=False)  # warm up
+        began = time.perf_counter()
+        self._model_inputs([image], [prompt], device=False)
+        return (time.perf_counter() - began) * 1000
+
     def _n_text_tokens(self, prompt: str) -> int:
         n = self._text_tokens.get(prompt)
         if n is None:
@@ -321,10 +337,38 @@ class HFBackend(Backend):
             ks=ks,
         )
         if self.max_rows is None or len(queries) <= self.max_rows:
-            batch.inputs, batch.ready = self._device_inputs(
-                self._model_inputs(batch.images, batch.prompts, device=False)
-            )
+            if self._processor_pool is not None:
+                cpu = self._processor_pool.submit(
+                    batch.images, batch.prompts, self._add_special(batch.prompts), _TRAINING_KEYS
+                ).result()
+            else:
+                cpu = self._model_inputs(batch.images, batch.prompts, device=False)
+            batch.inputs, batch.ready = self._device_inputs(cpu)
         return batch
+
+    @property
+    def processor_workers(self) -> int:
+        """Processes running the processor for :meth:`prepare` (0: in the calling thread)."""
+        return self._processor_pool.workers if self._processor_pool is not None else 0
+
+    def use_processor_workers(self, workers: int) -> None:
+        """Run the processor of :meth:`prepare` in ``workers`` processes (0: in-thread), for
+        processors that tile images (Idefics3, SmolVLM: ~200 ms per image)."""
+        if self._processor_pool is not None:
+            self._processor_pool.close()
+            self._processor_pool = None
+        if workers > 0:
+            from benchc.models.workers import ProcessorPool
+
+            self._processor_pool = ProcessorPool(self.processor, self.image_size, workers)
+
+    def close(self) -> None:
+        """Stop the processor's worker processes, if any."""
+        self.use_processor_workers(0)
+
+    def _add_special(self, prompts: Sequence[str]) -> bool:
+        bos = self.tokenizer.bos_token
+        return not (bos and prompts[0].startswith(bos))
 
     def forward_prepared(
         self, batch: PreparedBatch, *, distribution: bool = False, top_k: int | None = None
@@ -423,14 +467,12 @@ class HFBackend(Backend):
         """The processor's tensors for one batch (on the input device unless ``device=False``:
         then on the CPU, as the processor made them)."""
         pil = [[self._pil(img)] for img in images]
-        bos = self.tokenizer.bos_token
-        add_special = not (bos and prompts[0].startswith(bos))
         inputs = self.processor(
             images=pil,
             text=list(prompts),
             padding=True,
             return_tensors="pt",
-            add_special_tokens=add_special,
+            add_special_tokens=self._add_special(prompts),
         )
         # A processor may add training targets (PaliGemma: ``labels``); with them the model
         # computes a loss over the kept logits only, which fails. Scoring never needs them.

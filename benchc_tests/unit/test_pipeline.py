@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import torch
 import pytest
 
 from benchc.data import load_dataset, save_jsonl
@@ -201,3 +202,33 @@ def test_true_length_keys_pad_little_on_the_embedded_testbed() -> None:
     lengths = [k[0] for k in keys]
     assert len(set(lengths)) > 1  # the testbed does mix prompt lengths
     assert padding_waste(lengths, plan_batches(keys, backend.batch_size)) <= 0.05
+
+
+@pytest.mark.slow
+def test_processor_workers_give_the_same_inputs(tmp_path) -> None:
+    """A tiling processor (SmolVLM) in worker processes: bit for bit the in-thread tensors, and
+    an image-only processor survives the pickling to the workers."""
+    import pickle
+
+    from benchc.models.hf import HFBackend
+    from benchc.testing.dev.tiny_families import build
+
+    backend = HFBackend(str(build("smolvlm", tmp_path / "smol")))
+    again = pickle.loads(pickle.dumps(backend.processor))
+    assert type(again) is type(backend.processor) and again.image_only
+    rng = np.random.default_rng(1)
+    queries = [
+        Query(rng.integers(0, 255, (64, 40 + 8 * i, 3), dtype=np.uint8), "Q?", ("a", "b"))
+        for i in range(3)
+    ]
+    expected = backend.prepare(queries).inputs
+    backend.use_processor_workers(1)
+    try:
+        assert backend.processor_workers == 1
+        got = backend.prepare(queries).inputs
+    finally:
+        backend.close()
+    assert backend.processor_workers == 0
+    assert sorted(got) == sorted(expected)
+    for name, tensor in expected.items():
+        assert torch.equal(got[name], tensor), name
