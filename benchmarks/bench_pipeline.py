@@ -18,7 +18,8 @@ LLaVA-1.5 (CLIP-336, 576 image tokens), SmolVLM-Instruct and Idefics3-8B (image 
 384 / 364 px tiles); their tokenizers are the tiny BPE vocabularies of
 ``benchc.testing.dev.tiny_families`` (no real vocabulary is available offline; the text part is
 ~0.7 ms of Qwen's 4.3 ms per image). Images: the real photos bundled with scikit-image and
-scikit-learn (10 photos, 300-1411 px), cropped to mixed aspect ratios.
+scikit-learn (10 photos, 300-1411 px), cropped to mixed aspect ratios and resized to 1600 px
+(``--photo-side``), the size of the real photo sets the measured note used (640-2048 px).
 
     python benchmarks/bench_pipeline.py [--families qwen,llava,smolvlm,idefics3] [--samples 96]
 """
@@ -261,9 +262,10 @@ def worker(args: argparse.Namespace) -> None:
 
 
 # -- the driver ---------------------------------------------------------------------------------
-def photos(n: int, seed: int = 0) -> list[bytes]:
+def photos(n: int, side: int = 1600, seed: int = 0) -> list[bytes]:
     """``n`` JPEGs: random crops (aspect 0.5-2) of the photos bundled with scikit-image and
-    scikit-learn, so image shapes (and Qwen-VL's image tokens) vary."""
+    scikit-learn, so image shapes (and Qwen-VL's image tokens) vary, resized to ``side`` px
+    on the longer side (the 640-2048 px of real photo sets; 0 keeps the crop's size)."""
     import numpy as np
     import skimage.data
     from PIL import Image
@@ -282,20 +284,24 @@ def photos(n: int, seed: int = 0) -> list[bytes]:
         ch = min(h, int(w / aspect))
         cw = min(w, int(ch * aspect))
         y, x = int(rng.integers(0, h - ch + 1)), int(rng.integers(0, w - cw + 1))
+        crop = Image.fromarray(src[y : y + ch, x : x + cw, :3])
+        if side:
+            scale = side / max(crop.size)
+            crop = crop.resize((round(crop.width * scale), round(crop.height * scale)))
         buf = io.BytesIO()
-        Image.fromarray(src[y : y + ch, x : x + cw, :3]).save(buf, "JPEG", quality=92)
+        crop.save(buf, "JPEG", quality=92)
         out.append(buf.getvalue())
     return out
 
 
-def make_dataset(folder: Path, n: int) -> None:
+def make_dataset(folder: Path, n: int, side: int) -> None:
     from dataclasses import replace
 
     from benchc.data import save_jsonl
     from benchc.data.synthetic import generate
 
     samples = list(generate(n, 3))
-    images = photos(n)
+    images = photos(n, side)
     save_jsonl([replace(s, image_bytes=b) for s, b in zip(samples, images, strict=True)], folder)
 
 
@@ -315,6 +321,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=96)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--rate", type=float, default=45.0, help="device queries/s")
+    parser.add_argument("--photo-side", type=int, default=1600, help="source photos' longer side")
     parser.add_argument("--reference", default=DEFAULT_REFERENCE, help="today's commit")
     parser.add_argument("--processor-workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -341,7 +348,7 @@ def main() -> None:
             samples = min(samples or args.samples, args.samples)
             data = root / f"data-{samples}"
             if not data.exists():
-                make_dataset(data, samples)
+                make_dataset(data, samples, args.photo_side)
             checkpoint = build(tiny, root / tiny)
             # worker processes for the tiling processors only (a light one keeps up in a thread)
             workers = args.processor_workers if family in ("smolvlm", "idefics3") else 0

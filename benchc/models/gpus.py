@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
+from typing import Any
 
 #: The attention implementation benchc prefers on CUDA when the package is importable.
 FLASH = "flash_attention_2"
@@ -63,3 +65,43 @@ def max_memory(share: list[int], total_bytes: list[int], fraction: float = 0.9) 
     """``from_pretrained``'s ``max_memory`` restricting accelerate's ``device_map`` to the GPUs
     of ``share`` (a GPU absent from it gets none of the model)."""
     return {i: int(total_bytes[i] * fraction) for i in share}
+
+
+#: ``device_map`` values that spread one model over several GPUs.
+SPREAD_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+def worker_gpus(device_map: str | None) -> tuple[list[int] | None, dict | None]:
+    """Under pytest-xdist, the GPUs this worker may spread a ``device_map`` model over and the
+    ``max_memory`` that confines accelerate to them; ``(None, None)`` otherwise. Raises
+    ``ValueError`` with the fix when the GPUs do not divide among the workers."""
+    if device_map not in SPREAD_MAPS:
+        return None, None
+    worker, workers = xdist_workers()
+    if worker is None or workers < 2:
+        return None, None
+    import torch
+
+    n_gpus = torch.cuda.device_count()
+    share = gpu_share(worker, workers, n_gpus, what=f"device_map={device_map}")
+    totals = [torch.cuda.get_device_properties(i).total_memory for i in range(n_gpus)]
+    return share, max_memory(share, totals)
+
+
+def load_with_attention(
+    load: Callable[[str | None], Any], *, cuda: bool, given: str | None
+) -> tuple[Any, str | None, str]:
+    """``load(attn_implementation)`` with benchc's CUDA default when none is ``given``: flash
+    attention when importable, sdpa when not or when the model refuses it. Returns the model,
+    the default chosen (None when given or off CUDA) and the summary's line about it."""
+    if given is not None or not cuda:
+        return load(given), None, ""
+    choice, note = default_attention()
+    try:
+        return load(choice), choice, note
+    except (ValueError, ImportError) as err:
+        if choice != FLASH or "flash" not in str(err).lower():
+            raise
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    note = f"attention {SDPA}: the model does not support {FLASH} ({first})"
+    return load(SDPA), SDPA, note

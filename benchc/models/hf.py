@@ -19,17 +19,10 @@ import numpy as np
 import torch
 from PIL import Image
 
-from benchc.data.images import prepare
+from benchc.data.images import MIN_SIDE, prepare
 from benchc.models.args import HF_ARGS, fingerprint_part
 from benchc.models.base import Backend, BatchOutput, Capabilities, Query
-from benchc.models.gpus import (
-    FLASH,
-    SDPA,
-    default_attention,
-    gpu_share,
-    max_memory,
-    xdist_workers,
-)
+from benchc.models.gpus import FLASH, load_with_attention, worker_gpus
 from benchc.models.letters import require_letters, resolve_letters
 from benchc.models.processors import image_backend, load_processor, render_chat
 from benchc.models.prompt import chat_messages, template_kwargs
@@ -47,15 +40,6 @@ _DTYPES = {
     "float16": torch.float16,
     "fp16": torch.float16,
 }
-
-
-#: ``device_map`` values that spread one model over several GPUs.
-_SPREAD_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
 
 
 #: Processor outputs that are training targets, never model inputs for scoring.
@@ -77,6 +61,21 @@ class PreparedBatch:
 
     def __len__(self) -> int:
         return len(self.images)
+
+
+def _prepared_already(image: Any, size: int | None) -> bool:
+    """Whether ``prepare(image, size)`` would return ``image`` unchanged (RGB uint8, C-order,
+    longer side ``size``): ``prepare`` is the identity on what it returned."""
+    return (
+        isinstance(image, np.ndarray)
+        and image.dtype == np.uint8
+        and image.ndim == 3
+        and image.shape[2] == 3
+        and image.flags.c_contiguous
+        and size is not None
+        and max(image.shape[:2]) == size
+        and min(image.shape[:2]) >= MIN_SIDE
+    )
 
 
 def _sub_batch(batch: PreparedBatch, start: int, stop: int) -> PreparedBatch:
@@ -125,6 +124,9 @@ class HFBackend(Backend):
         self.model_args = args
         self.source: Source = resolve_source(model_id_or_path, revision)
         device_map = args.get("device_map")
+        #: The GPUs this process spreads the model over (``device_map`` under xdist: each
+        #: worker its own share; refused with the fix when they do not divide).
+        self.gpu_share, limits = worker_gpus(device_map)
         multi_gpu = device is None and torch.cuda.is_available() and torch.cuda.device_count() > 1
         if multi_gpu and device_map is None and importlib.util.find_spec("accelerate"):
             device_map = "auto"  # without accelerate: the first GPU only
@@ -150,41 +152,22 @@ class HFBackend(Backend):
             for k, v in args.items()
             if HF_ARGS[k].target == "model" and k not in ("device_map", "dtype", "torch_dtype")
         }
-        #: The summary's line on the attention kernel (CUDA only).
-        self.attention_note = ""
-        default_attn = None
-        if self.device.type == "cuda" and "attn_implementation" not in args:
-            default_attn, self.attention_note = default_attention()
-            extra["attn_implementation"] = default_attn
-        #: The GPUs this process spreads the model over (``device_map`` under xdist).
-        self.gpu_share: list[int] | None = None
-        if device_map in _SPREAD_MAPS:
-            worker, workers = xdist_workers()
-            if workers > 1:
-                n_gpus = torch.cuda.device_count()
-                self.gpu_share = gpu_share(worker, workers, n_gpus, what=f"device_map={device_map}")
-                totals = [torch.cuda.get_device_properties(i).total_memory for i in range(n_gpus)]
-                extra["max_memory"] = max_memory(self.gpu_share, totals)
 
-        def load() -> torch.nn.Module:
+        def load(attention: str | None) -> torch.nn.Module:
+            if attention is not None:
+                extra["attn_implementation"] = attention
             return _load_model(
                 self.source,
                 trust_remote_code=trust_remote_code,
                 dtype="auto" if dtype == "auto" else self.dtype,
                 device_map=device_map,
-                extra=extra,
+                extra={**extra, **({"max_memory": limits} if limits else {})},
             )
 
-        try:
-            self.model = load()
-        except (ValueError, ImportError) as err:
-            if default_attn != FLASH or "flash" not in str(err).lower():
-                raise
-            extra["attn_implementation"] = default_attn = SDPA
-            self.attention_note = (
-                f"attention {SDPA}: the model does not support {FLASH} ({_first_line(err)})"
-            )
-            self.model = load()
+        #: The summary's line on the attention kernel (CUDA only).
+        self.model, default_attn, self.attention_note = load_with_attention(
+            load, cuda=self.device.type == "cuda", given=args.get("attn_implementation")
+        )
         if dtype == "auto":
             self.dtype = next(self.model.parameters()).dtype
         if device_map is None and "quantization" not in args:
@@ -514,6 +497,8 @@ class HFBackend(Backend):
         return prompt
 
     def _pil(self, image: np.ndarray) -> Image.Image:
+        if _prepared_already(image, self.image_size):  # the suite's images: skip two copies
+            return Image.fromarray(image)
         return Image.fromarray(prepare(image, self.image_size))
 
     # ----------------------------------------------------------------------------- vision

@@ -31,6 +31,7 @@ from benchc.corruptions import (
     scale_region,
     whole_blur,
 )
+from benchc.corruptions.batch import remember_hash
 from benchc.data.images import prepare
 from benchc.data.sample import Dataset
 from benchc.fsutil import slug
@@ -396,7 +397,7 @@ class PreparedImages:
                 return hit
         sample = self.run.dataset[i]
         array = prepare(self.run.original(i), self.run.image_size, what=f"sample {sample.id!r}")
-        array.flags.writeable = False  # shared by every condition: nobody may change it
+        remember_hash(array)  # read-only (every condition shares it), hashed once
         with self._lock:
             if i not in self._kept:
                 self._kept[i] = array

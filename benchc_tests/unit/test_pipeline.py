@@ -232,3 +232,20 @@ def test_processor_workers_give_the_same_inputs(tmp_path) -> None:
     assert sorted(got) == sorted(expected)
     for name, tensor in expected.items():
         assert torch.equal(got[name], tensor), name
+
+
+def test_prepared_images_are_hashed_once_and_forgotten_with_them(monkeypatch) -> None:
+    import gc
+
+    from benchc.corruptions import batch, engine
+
+    array = np.arange(64 * 48 * 3, dtype=np.uint8).reshape(64, 48, 3)
+    expected = engine.content_hash(array)
+    batch.remember_hash(array)
+    assert not array.flags.writeable and id(array) in batch._HASHES
+    monkeypatch.setattr(batch, "content_hash", lambda a: pytest.fail("hashed again"))
+    assert batch.known_hash(array) == expected
+    key = id(array)
+    del array
+    gc.collect()
+    assert key not in batch._HASHES
