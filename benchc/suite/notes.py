@@ -91,5 +91,6 @@ def session_notes(state: Any, inherited: list[str]) -> list[str]:
     xdist workers'), each once."""
     notes = list(inherited)
     if state.started:
-        notes += [n for n in run_notes(state.run) + state.backend.notes() if n not in notes]
+        own = run_notes(state.run) + state.run.notes() + state.backend.notes()
+        notes += [n for n in own if n not in notes]
     return notes

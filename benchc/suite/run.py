@@ -14,6 +14,7 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -96,6 +97,7 @@ class SuiteRun:
         self.scored_queries = 0
         self.scoring_s = 0.0
         self.progress: Callable[[int], None] | None = None
+        self._progress: Any = None
         self._write_samples()
 
     # -- bookkeeping ------------------------------------------------------------------------
@@ -243,6 +245,17 @@ class SuiteRun:
                 self.lookahead.schedule((other, 0, stop), self._builder(other, 0, stop))
                 return
 
+    def pending_queries(self, keys: Sequence[str]) -> int:
+        """Queries the conditions ``keys`` still need (the stored ones need none)."""
+        todo = [k for k in dict.fromkeys(keys) if not self.store.has(k)]
+        return len(todo) * len(self.dataset)
+
+    def attach_progress(self, progress: Any) -> None:
+        """Report each scored batch to ``progress`` (a :class:`benchc.suite.progress.RunProgress`
+        or None); closed by :meth:`stop_prefetch`."""
+        self._progress = progress
+        self.progress = progress.update if progress is not None else None
+
     def notes(self) -> list[str]:
         """The summary's throughput line (queries scored by this process, when any)."""
         if not self.scored_queries or self.scoring_s <= 0:
@@ -309,6 +322,9 @@ class SuiteRun:
 
     def stop_prefetch(self) -> None:
         self.lookahead.close()
+        if self._progress is not None:
+            self._progress.close()
+            self.attach_progress(None)
         if self._prefetcher is not None:
             self._stop_prefetch.set()
             self._prefetcher.join()
