@@ -38,11 +38,13 @@ from benchc.data.sample import Dataset
 from benchc.fsutil import slug
 from benchc.metrics import GridMetrics, compute_grid
 from benchc.models.base import Backend, Query
+from benchc.models.gpus import xdist_workers
 from benchc.models.pipeline import ChunkId, Lookahead
 from benchc.results import ResultStore, RunKey, StoreError
 from benchc.results.reader import SAMPLES, VSI, stack_conditions
 from benchc.results.store import StoreRepairWarning
 from benchc.suite.config import SuiteConfig
+from benchc.suite.share import SHARE_WAIT_S, compute_shared
 
 
 class SuiteRun:
@@ -97,6 +99,9 @@ class SuiteRun:
         self.scored_queries = 0
         self.scoring_s = 0.0
         self.progress: Callable[[int], None] | None = None
+        #: (this worker, workers) when several xdist workers share the store's entries.
+        index, count = xdist_workers()
+        self.share_as = (index or 0, count)
         self._progress: Any = None
         self._write_samples()
 
@@ -188,7 +193,6 @@ class SuiteRun:
         (:class:`benchc.models.pipeline.Lookahead`) while this one is scored.
         """
         spec.parse_condition(key)  # clear error for a bad key
-        n = len(self.dataset)
 
         def compute(start: int, stop: int) -> dict[str, np.ndarray]:
             chunk = self.lookahead.take((key, start, stop), self._builder(key, start, stop))
@@ -207,7 +211,7 @@ class SuiteRun:
         scored: list[int] = []
         ok = False
         try:
-            arrays = self.store.get_or_compute(key, n, self.chunk_rows, compute)
+            arrays = self.get_or_compute(key, compute)
             if scored:
                 self.note_access()
             ok = True
@@ -219,6 +223,26 @@ class SuiteRun:
                 self.lookahead.discard(keep=lambda ident: ident[0] != key)
             else:
                 self.lookahead.discard()
+
+    def get_or_compute(
+        self, name: str, compute: Callable[[int, int], dict[str, np.ndarray]]
+    ) -> dict[str, np.ndarray]:
+        """Entry ``name`` of the store, computed in chunks; under xdist together with the other
+        workers that need it (:mod:`benchc.suite.share`) instead of waiting for one of them."""
+        n = len(self.dataset)
+        worker, workers = self.share_as
+        if workers > 1 and not self.store.has(name):
+            compute_shared(
+                self.store,
+                name,
+                n,
+                self.chunk_rows,
+                compute,
+                worker=worker,
+                workers=workers,
+                wait_s=self.cfg.lock_timeout or SHARE_WAIT_S,
+            )
+        return self.store.get_or_compute(name, n, self.chunk_rows, compute)
 
     def _builder(self, key: str, start: int, stop: int):
         def build() -> tuple[list[Query], None]:

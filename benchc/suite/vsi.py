@@ -35,7 +35,7 @@ def vsi_arrays(run: SuiteRun) -> dict[str, np.ndarray]:
     def compute(start: int, stop: int) -> dict[str, np.ndarray]:
         return compute_vsi_batch(run, start, stop)
 
-    return run.store.get_or_compute(run.vsi_name, len(run.dataset), run.chunk_rows, compute)
+    return run.get_or_compute(run.vsi_name, compute)
 
 
 def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndarray]:
