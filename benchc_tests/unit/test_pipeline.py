@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import torch
 import pytest
+import torch
 
 from benchc.data import load_dataset, save_jsonl
 from benchc.data.synthetic import generate
@@ -249,3 +249,30 @@ def test_prepared_images_are_hashed_once_and_forgotten_with_them(monkeypatch) ->
     del array
     gc.collect()
     assert key not in batch._HASHES
+
+
+@pytest.mark.slow
+def test_device_check_runs_its_path_on_a_cpu() -> None:
+    """benchmarks/device_check.sh with the 7B shape shrunk, on the CPU: the command a lent GPU
+    runs, its arguments and its output lines."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        ["bash", str(root / "benchmarks" / "device_check.sh")],
+        env={
+            **__import__("os").environ,
+            "DEVICE": "cpu",
+            "EXTRA": "--shrink",
+            "SAMPLES": "8",
+            "BATCHES": "2",
+        },
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert "qwen2.5-vl-7b (shrunk) on cpu" in out
+    assert "in sequence  busy" in out and "pipelined    busy" in out
+    assert "batch   2:" in out
