@@ -14,7 +14,9 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import cached_property
+from typing import Any, NamedTuple
 
 import numpy as np
 from PIL import Image
@@ -93,6 +95,7 @@ class SuiteRun:
         #: condition boundaries in this order); set by :meth:`start_prefetch`.
         self.planned: list[str] = []
         self._originals = PreparedImages(self, ORIGINALS_BUDGET)
+        self._vsi_ahead: dict[tuple[int, int], Future] = {}
         self.lookahead = Lookahead(self.backend, self.batch_size, workers=_prepare_workers(backend))
         #: Queries scored and seconds spent scoring them in this process (the summary's
         #: throughput line).
@@ -385,6 +388,39 @@ class SuiteRun:
         return self.grid([key])
 
     # -- VSI inputs (the arrays themselves: benchc.suite.vsi.vsi_arrays) ------------------------
+    def vsi_inputs(self, start: int, stop: int) -> VSIInputs:
+        """Rows ``start:stop``'s clean, region-blurred and whole-blurred images (a fallback row's
+        region blur is its whole blur: made once). Pipelined, the next chunk's are made in a
+        background thread while this one is scored (the blurs are ~4 ms per image each)."""
+        pending = self._vsi_ahead.pop((start, stop), None)
+        inputs = pending.result() if pending is not None else self._vsi_inputs(start, stop)
+        n = len(self.dataset)
+        if self.pipelined and stop < n:
+            nxt = (stop, min(n, stop + self.chunk_rows))
+            if nxt not in self._vsi_ahead:
+                self._vsi_ahead[nxt] = self._vsi_pool.submit(self._vsi_inputs, *nxt)
+        return inputs
+
+    def _vsi_inputs(self, start: int, stop: int) -> VSIInputs:
+        clean = self.prepared(start, stop)
+        blurred, located, fallback = self.blurred(start, stop)
+        whole = [
+            b if fell else whole_blur(a, spec.VSI_SIGMA)
+            for a, b, fell in zip(clean, blurred, fallback, strict=True)
+        ]
+        return VSIInputs(clean, blurred, located, fallback, whole)
+
+    @cached_property
+    def _vsi_pool(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(1, thread_name_prefix="benchc-vsi-ahead")
+
+    def drop_vsi_ahead(self) -> None:
+        """Forget the VSI inputs made ahead (a failed or finished VSI computation)."""
+        for future in self._vsi_ahead.values():
+            if not future.cancel():
+                future.exception()
+        self._vsi_ahead.clear()
+
     def prepared(self, start: int, stop: int) -> list[np.ndarray]:
         """Clean images at the run's image size (what the corruptions start from)."""
         return [self._originals[i] for i in range(start, stop)]
@@ -410,6 +446,16 @@ class SuiteRun:
             dst = (array.shape[1], array.shape[0])
             images.append(region_blur(array, scale_region(region, src, dst), sigma=spec.VSI_SIGMA))
         return images, located, fallback
+
+
+class VSIInputs(NamedTuple):
+    """One VSI chunk's images: clean, region-blurred (fallbacks marked), whole-blurred."""
+
+    clean: list[np.ndarray]
+    blurred: list[np.ndarray]
+    located: np.ndarray
+    fallback: np.ndarray
+    whole: list[np.ndarray]
 
 
 #: Bytes of prepared images a run keeps (least recently used dropped first): at 448 px about

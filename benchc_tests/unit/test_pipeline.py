@@ -56,6 +56,9 @@ class OffCPU(Backend):
     def forward(self, queries, **kwargs) -> BatchOutput:
         return self.inner.forward(queries, **kwargs)
 
+    def vision_features(self, images):
+        return self.inner.vision_features(images)
+
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory) -> Path:
@@ -105,6 +108,30 @@ def test_pipelined_run_equals_the_plain_loop_across_conditions(data_dir, tmp_pat
     assert any(ahead > run_i + 1 for run_i, ahead in enumerate(remote.ahead_at_run))
     assert run.scored_queries == 60 and "60 queries" in run.notes()[0]
     assert "pipelined" in run.notes()[0]
+
+
+def test_vsi_inputs_made_ahead_give_the_plain_loops_arrays(data_dir, tmp_path) -> None:
+    from benchc.suite import run as run_module
+    from benchc.suite.vsi import vsi_arrays
+
+    inner = tiny_backend_cached()
+    expected = vsi_arrays(_run(data_dir, tmp_path, inner, "vsi-plain"))
+    run = _run(data_dir, tmp_path, OffCPU(inner), "vsi-pipelined")
+    made_in: list[str] = []
+    real = run_module.SuiteRun._vsi_inputs
+
+    def spy(self, start, stop):
+        made_in.append(threading.current_thread().name)
+        return real(self, start, stop)
+
+    run._vsi_inputs = spy.__get__(run)  # type: ignore[method-assign]
+    got = vsi_arrays(run)
+    assert sorted(got) == sorted(expected)
+    for name, array in expected.items():
+        np.testing.assert_array_equal(got[name], array, err_msg=name)
+    assert made_in[0] == threading.current_thread().name
+    assert len(made_in) == 3 and all(t.startswith("benchc-vsi-ahead") for t in made_in[1:])
+    assert run._vsi_ahead == {}
 
 
 def test_a_failed_build_ahead_surfaces_at_its_own_chunk(data_dir, tmp_path) -> None:
