@@ -175,6 +175,23 @@ class Stages:
         setattr(owner, name, timed)
 
 
+def children_cpu(backend: object) -> float:
+    """CPU seconds of the backend's processor worker processes so far (Linux ``/proc``; 0 where
+    there are none), which ``time.process_time`` does not count."""
+    pool = getattr(backend, "_processor_pool", None)
+    if pool is None:
+        return 0.0
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in list(getattr(pool._pool, "_processes", None) or {}):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
 def worker(args: argparse.Namespace) -> None:
     """One family on one path, in this process; prints one JSON line."""
     import torch
@@ -238,10 +255,12 @@ def worker(args: argparse.Namespace) -> None:
     if new:
         measured.start_prefetch(conditions)  # the planned order (the cells' order)
     load_before = os.getloadavg()[0]
-    began, cpu0 = time.perf_counter(), time.process_time()
+    began, cpu0, kids0 = time.perf_counter(), time.process_time(), children_cpu(backend)
     for key in conditions:
         measured.condition(key)
     wall, cpu = time.perf_counter() - began, time.process_time() - cpu0
+    workers_cpu = children_cpu(backend) - kids0
+    cpu += workers_cpu
     if new:
         measured.stop_prefetch()
         backend.close()
@@ -254,7 +273,10 @@ def worker(args: argparse.Namespace) -> None:
                 "queries": n,
                 "wall_s": wall,
                 "cpu_ms": 1000 * cpu / n,
-                "stages_ms": {k: 1000 * v / n for k, v in stages.cpu.items()},
+                "stages_ms": {
+                    **{k: 1000 * v / n for k, v in stages.cpu.items()},
+                    **({"processor workers": 1000 * workers_cpu / n} if workers_cpu else {}),
+                },
                 "load": [load_before, os.getloadavg()[0]],
             }
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,6 +186,7 @@ class HFBackend(Backend):
         #: Largest batch that ran (reported with :attr:`max_rows` in :meth:`notes`).
         self.largest_batch = 0
         self._image_shape_matters: bool | None = None
+        self._tokenizer_lock = threading.RLock()
         self._prompts: dict[str, str] = {}  # user text -> rendered prompt
         self._text_tokens: dict[str, int] = {}  # rendered prompt -> its text tokens
         self._image_tokens: dict[tuple[int, int], int] = {}  # image (H, W) -> image tokens
@@ -268,7 +270,8 @@ class HFBackend(Backend):
         if n is None:
             bos = self.tokenizer.bos_token
             add_special = not (bos and prompt.startswith(bos))
-            ids = self.tokenizer(prompt, add_special_tokens=add_special)["input_ids"]
+            with self._tokenizer_lock:
+                ids = self.tokenizer(prompt, add_special_tokens=add_special)["input_ids"]
             n = self._text_tokens[prompt] = len(ids)
         return n
 
@@ -450,13 +453,16 @@ class HFBackend(Backend):
         """The processor's tensors for one batch (on the input device unless ``device=False``:
         then on the CPU, as the processor made them)."""
         pil = [[self._pil(img)] for img in images]
-        inputs = self.processor(
-            images=pil,
-            text=list(prompts),
-            padding=True,
-            return_tensors="pt",
-            add_special_tokens=self._add_special(prompts),
-        )
+        # A fast tokenizer is not safe across threads while its padding is set ("Already
+        # borrowed"): the pipeline's planning and preparing threads take turns.
+        with self._tokenizer_lock:
+            inputs = self.processor(
+                images=pil,
+                text=list(prompts),
+                padding=True,
+                return_tensors="pt",
+                add_special_tokens=self._add_special(prompts),
+            )
         # A processor may add training targets (PaliGemma: ``labels``); with them the model
         # computes a loss over the kept logits only, which fails. Scoring never needs them.
         inputs = {k: v for k, v in inputs.items() if k not in _TRAINING_KEYS}
