@@ -52,6 +52,7 @@ class SuiteConfig:
     batch_size: int | None = _d("batch_size")
     device: str = _d("device")
     dtype: str | None = _d("dtype")
+    progress: str = _d("progress")  # benchc.suite.progress
     seed: int = _d("seed")
     results_dir: Path = _d("results_dir")  # noqa: RUF009 (a Path is immutable)
     cache_dir: Path | None = _d("cache_dir")  # noqa: RUF009 (a Path is immutable)

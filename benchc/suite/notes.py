@@ -94,6 +94,7 @@ def session_notes(state: Any, inherited: list[str]) -> list[str]:
         from benchc.suite.preflight import environment_note
 
         env = environment_note(state)
-        own = run_notes(state.run) + state.backend.notes() + ([env] if env else [])
+        own = run_notes(state.run) + state.run.notes() + state.backend.notes()
+        own += [env] if env else []
         notes += [n for n in own if n not in notes]
     return notes

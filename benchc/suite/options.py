@@ -347,6 +347,16 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("--dtype", "dtype", "float32, bfloat16, float16", metavar="DTYPE"),
     Option(
+        "--progress",
+        "progress",
+        "progress of long runs (queries done/total, queries/s, ETA): auto (a bar on a "
+        "terminal, a line every 30 s in CI logs, xdist workers and under -q, none under -qq), "
+        "bar, log, off (default %(default)s)",
+        default="auto",
+        type=_choice(("auto", "bar", "log", "off")),
+        metavar="{auto,bar,log,off}",
+    ),
+    Option(
         "--seed",
         "seed",
         "seed of corruptions and bootstrap (default %(default)s)",

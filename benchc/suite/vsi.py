@@ -14,7 +14,6 @@ import numpy as np
 import sklearn
 
 from benchc import spec
-from benchc.corruptions.vsi import whole_blur
 from benchc.gates.evidence import VSIEvidence, vsi_values
 from benchc.metrics.vsi import vsi_aligned, vsi_full, vsi_topk
 from benchc.models.base import BatchOutput, Query
@@ -35,7 +34,10 @@ def vsi_arrays(run: SuiteRun) -> dict[str, np.ndarray]:
     def compute(start: int, stop: int) -> dict[str, np.ndarray]:
         return compute_vsi_batch(run, start, stop)
 
-    return run.store.get_or_compute(run.vsi_name, len(run.dataset), run.chunk_rows, compute)
+    try:
+        return run.get_or_compute(run.vsi_name, compute)
+    finally:
+        run.drop_vsi_ahead()
 
 
 def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndarray]:
@@ -61,8 +63,7 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
         kwargs = {"distribution": False, "top_k": k}
     else:
         raise VSIUnavailable(f"{backend.name}: VSI needs next-token (top-k) log-probabilities")
-    clean = run.prepared(start, stop)
-    blurred, located, fallback = run.blurred(start, stop)
+    clean, blurred, located, fallback, whole_images = run.vsi_inputs(start, stop)
 
     def scored(queries: list[Query]) -> BatchOutput:
         try:
@@ -74,7 +75,7 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
         return out
 
     c, b = scored(run._queries(clean, start)), scored(run._queries(blurred, start))
-    whole = run._queries([whole_blur(a, spec.VSI_SIGMA) for a in clean], start)
+    whole = run._queries(whole_images, start)
     w = whole_pass(whole, fallback, b, scored)
     logits = np.full((stop - start, run.k_max), np.nan, dtype=np.float32)
     logits[:, : c.option_logits.shape[1]] = c.option_logits

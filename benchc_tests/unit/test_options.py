@@ -31,6 +31,7 @@ EXAMPLES = {
     "--batch-size": ("4", 4),
     "--device": ("cpu", "cpu"),
     "--dtype": ("bfloat16", "bfloat16"),
+    "--progress": ("log", "log"),
     "--seed": ("7", 7),
     "--results-dir": ("res", "rootdir/res"),
     "--cache-dir": ("/abs/cache", Path("/abs/cache")),
