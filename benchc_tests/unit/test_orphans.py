@@ -58,6 +58,7 @@ def test_sigkilled_run_leaves_no_worker_forkserver_or_tracker(pytester, tmp_path
             f"--results-dir={tmp_path / 'results'}",
             f"--cache-dir={tmp_path / 'cache'}",  # cold: the pool has work to do
             f"--thresholds-dir={tmp_path / 'thresholds'}",
+            "--snapshot-update",  # no baseline yet: recording is what computes
             "-p",
             "no:xdist",
             "-p",

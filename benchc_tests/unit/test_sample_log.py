@@ -12,7 +12,7 @@ import pytest
 from benchc import spec
 from benchc.export.session import after_run
 from benchc.metrics.options import option_probs
-from benchc.results.reader import group_runs, read_run
+from benchc.results.reader import VSI, group_runs, read_run
 from benchc.results.sample_log import SAMPLE_LOG, SCHEMA, read_sample_log, write_sample_log
 from benchc.results.store import load_npz
 from benchc.suite.config import SuiteConfig
@@ -37,7 +37,7 @@ def test_every_sample_every_condition_with_its_vsi(tmp_path, run_dir):
     assert [r["id"] for r in lines] == list(run.ids)
     cells = [spec.CLEAN] + [spec.condition_key(c, s) for c in CORRUPTIONS for s in SEVERITIES]
     cells = [spec.CLEAN] + [k for k in cells[1:] if k in run.cells]  # canonical order
-    vsi = load_npz(next(run_dir.glob("vsi-blur*.npz")))
+    vsi = load_npz(next(run_dir.glob(f"{VSI}*.npz")))
     for i, rec in enumerate(lines):
         assert rec["schema"] == SCHEMA and rec["role"] == "grid"
         assert rec["answer"] == spec.LETTERS[int(run.answers[i])]
