@@ -13,7 +13,7 @@ import os
 import pytest
 from hypothesis import settings
 
-pytest_plugins = ["benchc.plugin"]
+pytest_plugins = ["benchc.plugin", "pytester"]  # pytester: tests of the plugin's own help text
 
 #: Selects a Hypothesis profile (default ``ci``); ``--hypothesis-profile`` wins over it.
 HYPOTHESIS_ENV = "BENCHC_HYPOTHESIS_PROFILE"
@@ -28,6 +28,9 @@ OPT_IN_MARKERS = {
     "gate_power": "benchmarks/gate_power.py on a miniature configuration; run with -m gate_power",
     "slow": "multi-process runs (xdist, kills); run with -m slow (own .ci/run line)",
     "servers": "against servers benchc did not write (transformers serve); run with -m servers",
+    "exporters": "W&B offline and MLflow file-store exports (extras wandb, mlflow); run with "
+    "-m exporters (own .ci/run line)",
+    "power": "MDR power tests (simulated regressions over seeds, ~45 s); run with -m power",
 }
 
 

@@ -53,40 +53,87 @@ def _report(argv: Sequence[str]) -> int:
         dest="baseline",
         type=Path,
         default=None,
-        metavar="THRESHOLDS_DIR",
-        help="threshold snapshots to overlay and check the gates against (e.g. thresholds/)",
+        metavar="DIR",
+        help="the baseline to overlay and check the gates against: a baseline folder "
+        "(thresholds/release-1) or a thresholds folder holding one named after the run's model",
     )
     parser.add_argument("--no-images", action="store_true", help="skip the drill-down thumbnails")
     args = parser.parse_args(list(argv))
     runs = _runs_under(parser, args.runs)
+    failed = 0
     for run_dir, vsi_dir in runs:
         out = args.out if len(runs) == 1 else args.out / f"{run_dir.parent.name}-{run_dir.name}"
+        folder = None
         try:
+            if args.baseline is not None:
+                folder = _baseline_folder(parser, run_dir, args.baseline)
             page = write_report(
                 run_dir,
                 out,
                 thresholds_dir=args.baseline,
+                baseline_folder=folder,
                 images=not args.no_images,
                 vsi_dir=vsi_dir,
             )
         except (StoreError, OSError, ValueError) as exc:
             return _unreadable("report", run_dir, exc)
+        statuses = _statuses(page.parent / "report.json")
         print(f"{run_dir} -> {page}")
-    return 0
+        if folder is not None:
+            print(f"  gates against baseline {folder.name} ({folder}): " + _counts(statuses))
+        failed += statuses.count("fail")
+    return EXIT_GATE_FAILED if failed else EXIT_OK
+
+
+#: ``benchc report`` exit codes (README "Reading a gate failure"): no gate failed; a gate
+#: failed (``--baseline``); bad arguments or no such baseline; results that cannot be read.
+EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_UNREADABLE = 0, 1, 2, 3
+
+
+def _baseline_folder(parser: argparse.ArgumentParser, run_dir: Path, given: Path) -> Path:
+    """The baseline ``--baseline`` names for this run, or a usage error saying where benchc
+    looked and which baselines exist there."""
+    from benchc.gates.baselines import available
+    from benchc.report.write import baseline_folder_for
+    from benchc.results.reader import read_run
+
+    folder = baseline_folder_for(read_run(run_dir), given)
+    if folder.is_dir():
+        return folder
+    there = available(given)
+    parser.error(
+        f"--baseline {given}: no baseline there for this run: {folder} does not exist. Give a "
+        "baseline folder itself"
+        + (f", e.g. --baseline {given / there[0]} (baselines in {given}: {', '.join(there)})"
+           if there else f" ({given} holds no baselines)")
+    )  # fmt: skip
+
+
+def _statuses(report_json: Path) -> list[str]:
+    import json
+
+    doc = json.loads(report_json.read_text(encoding="utf-8"))
+    return [str(v.get("status")) for v in (doc.get("verdicts") or {}).get("items", [])]
+
+
+def _counts(statuses: list[str]) -> str:
+    from collections import Counter
+
+    return ", ".join(f"{n} {s}" for s, n in sorted(Counter(statuses).items())) or "none"
 
 
 def _unreadable(command: str, where: object, exc: Exception) -> int:
-    """A damaged or foreign results folder: one clear line, exit status 1."""
+    """A damaged or foreign results folder: one clear line, exit status 3."""
     print(
         f"benchc {command}: {where}: cannot read this results folder: {exc}\n"
         "  rerun the suite with the same --results-dir to recompute damaged entries",
         file=sys.stderr,
     )
-    return 1
+    return EXIT_UNREADABLE
 
 
 def _compare(argv: Sequence[str]) -> int:
-    from benchc.report import compare_runs
+    from benchc.report import CompareError, compare_runs
 
     parser = argparse.ArgumentParser(
         prog="benchc compare",
@@ -116,10 +163,13 @@ def _compare(argv: Sequence[str]) -> int:
             images=not args.no_images,
             vsi_dirs=[v for _, v in runs],
         )
-    except (StoreError, OSError, ValueError) as exc:
+    except CompareError as exc:  # the runs are readable; what was asked of them is not
+        print(f"benchc compare: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (StoreError, OSError) as exc:  # reading a run (compare_runs names the folder)
         return _unreadable("compare", ", ".join(str(r) for r, _ in runs), exc)
     print(f"{len(runs)} runs -> {page}")
-    return 0
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,8 +33,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser.getgroup("benchc", "benchc structural-robustness suite").addoption)
 
 
+#: ``--snapshot-update`` is syrupy's; in a benchc run it records baselines.
+SNAPSHOT_UPDATE_HELP = (
+    "benchc: record the baseline (--baseline NAME, else the model's own name) from this run's "
+    "figures into --thresholds-dir; rules edited in the snapshots survive (also syrupy's "
+    "snapshot update)"
+)
+
+
+def _snapshot_update_help(parser: pytest.Parser) -> None:
+    """syrupy declares ``--snapshot-update``; only its help line is changed (``pytest --help``
+    renders after ``pytest_configure``)."""
+    for group in getattr(parser, "_groups", []):
+        for opt in group.options:
+            if "--snapshot-update" in opt.names():
+                opt._attrs["help"] = SNAPSHOT_UPDATE_HELP
+    optparser = getattr(parser, "optparser", None)  # the argparse parser built from them
+    for action in getattr(optparser, "_actions", []):
+        if "--snapshot-update" in action.option_strings:
+            action.help = SNAPSHOT_UPDATE_HELP
+
+
 def pytest_configure(config: pytest.Config) -> None:
     collect.register_markers(config)
+    _snapshot_update_help(config._parser)
     with _usage_error():
         cfg = SuiteConfig.from_options(
             config.getoption, rootdir=Path(config.rootpath), worker_id=xdist.worker_id(config)
@@ -94,6 +116,14 @@ def pytest_collection_modifyitems(
     from benchc.gates.budget import ErrorBudget
 
     config.stash[BUDGET] = ErrorBudget(state.cfg.false_alarm_budget, _gate_counts(items))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Load what the cases that survived ``-k``/``-m`` need: nothing when none is the suite's."""
+    config, items = session.config, session.items
+    if config.option.collectonly or not any(collect.is_suite_item(i) for i in items):
+        return
+    state = _session(config)
     error = collect.prepare(config, items, state, worker=xdist.worker_id(config) is not None)
     if error:
         config.stash[LOAD_ERROR] = error
@@ -113,21 +143,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureRequest):
     """``benchc_gate(payload)``: a paired check against ``thresholds/<slug>/<case>.json``."""
     from benchc.gates.budget import ErrorBudget
-    from benchc.gates.snapshot import extension_for, model_slug
+    from benchc.gates.snapshot import extension_for
     from benchc.suite.gate import GateCheck
 
     cfg = benchc_session.cfg
     config = request.config
     update = bool(config.getoption("update_snapshots", False))
     budget = config.stash.get(BUDGET, None) or ErrorBudget(cfg.false_alarm_budget)
-    ext = extension_for(
-        cfg.thresholds_dir,
-        model_slug(benchc_session.backend.name),
-        update=update,
-        budget=budget,
-        seed=cfg.seed,
-    )
+    ref = benchc_session.baseline
+    ext = extension_for(ref.folder.parent, ref.folder.name, update=update, budget=budget,
+                        seed=cfg.seed)  # fmt: skip
     node = request.node
+    sides = benchc_session.sides()
 
     def sink(case: str, record: dict) -> None:
         config.stash[VERDICTS].append(record)
@@ -135,7 +162,7 @@ def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureR
             from benchc.report.ci import record as record_property
         except ImportError:
             return
-        record_property(node, record)
+        record_property(node, record, sides)
 
     return GateCheck(
         snapshot.use_extension(ext),
@@ -145,6 +172,7 @@ def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureR
         budget=budget,
         strict=cfg.strict_gates,
         sink=sink,
+        baseline_ref=ref,
     )
 
 
@@ -165,19 +193,26 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         print(f"ERROR: {config.stash[LOAD_ERROR]}", file=sys.stderr)
         return
-    cfg = _session(config).cfg
-    if config.getoption("update_snapshots", False):
+    state = _session(config)
+    if config.getoption("update_snapshots", False) and state.started:
         from benchc.gates import sidecar
+        from benchc.suite.provenance import record_baseline_manifest
 
-        sidecar.sweep_unreferenced(cfg.thresholds_dir)
+        sidecar.sweep_unreferenced(state.baseline.folder.parent)
+        record_baseline_manifest(state)
     _write_reports(config)
 
 
 def _write_reports(config: pytest.Config) -> None:
     from benchc.suite.reports import write_reports
 
-    verdicts = list(config.stash.get(VERDICTS, [])) or None
-    write_reports(_session(config).cfg, config.stash[RUN_DIRS], verdicts)
+    state = _session(config)
+    verdicts = [v for v in config.stash.get(VERDICTS, []) if v["status"] != "recorded"]
+    sides = state.sides() if state.started else None
+    notes = _sides(config)[2:] + [n for n in _notes(config) if "another environment" in n]
+    folder = state.baseline.folder if state.started else None
+    write_reports(state.cfg, config.stash[RUN_DIRS], verdicts or None, sides=sides, notes=notes,
+                  baseline_folder=folder)  # fmt: skip
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -213,6 +248,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if not lines and not dirs and not notes:
         return
     terminalreporter.section("benchc")
+    for line in _sides(config):
+        terminalreporter.write_line(line)
     for d in dirs:
         terminalreporter.write_line(f"results: {d}")
     for note in notes:
@@ -224,6 +261,28 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(line)
     if config.getoption("update_snapshots", False) and _session(config).started:
         from benchc.suite.notes import baseline_warnings
+        from benchc.suite.recording import recording_block
 
         for warning in baseline_warnings(_session(config).run):
             terminalreporter.write_line(f"WARNING: recorded a baseline while {warning}", red=True)
+        for line in recording_block(records, _session(config).baseline.label):
+            terminalreporter.write_line(line)
+
+
+def _sides(config: pytest.Config) -> list[str]:
+    """Which model was gated against which baseline (each with its source), and a smoke run's
+    scope: the first lines of the summary."""
+    state = _session(config)
+    if not state.started:
+        return []
+    cfg, ref = state.cfg, state.baseline
+    if config.getoption("update_snapshots", False):
+        lines = [f"recording: {state.backend.name} ({cfg.model}) as baseline {ref.label}"]
+    else:
+        lines = [f"candidate: {state.backend.name} ({cfg.model})", f"baseline: {ref.label}"]
+    if cfg.limit is not None:
+        lines.append(
+            f"smoke run (--limit {cfg.limit}): the gates compared the first {cfg.limit} samples "
+            "with the same samples of the baseline"
+        )
+    return lines

@@ -66,7 +66,6 @@ VSI_SIGMA: Final[float] = 20.0
 VSI_DILATE_PX: Final[int] = 4
 VSI_INSENSITIVE: Final[float] = 0.05
 VSI_TOPK: Final[int] = 50
-VSI_FLOOR: Final[float] = 1e-12
 #: Which VSI the gates read (``--vsi-support``): the full-vocabulary KL or the top-50 variant.
 VSI_SUPPORTS: Final[tuple[str, ...]] = ("full", "top50")
 VSI_SUPPORT: Final[str] = "top50"

@@ -13,6 +13,15 @@ architecture but makes it tiny, to check the path on CPU.
     python benchmarks/bench_models.py cpu [--model fixtures/tiny-vlm] [--n 128]
     python benchmarks/bench_models.py config --config qwen2.5-vl-7b --batches 1 8 32
     python benchmarks/bench_models.py config --config path/to/config.json --device cuda
+
+``pipeline``: the Qwen2.5-VL-7B-shaped random-weight model behind ``HFBackend`` with the real
+Qwen2.5-VL image-processor settings (448-px photos, tiny BPE vocabulary: ``bench_pipeline.py``)
+through ``SuiteRun.condition`` -- the corruption cache, the input pipeline, letter logits, the
+results store -- in sequence and pipelined. Prints the device-busy fraction (CUDA-event time
+inside the model's forward / wall time), queries/s and the share of the bf16 peak. For a lent
+GPU: ``benchmarks/device_check.sh`` (one command, under 10 minutes).
+
+    python benchmarks/bench_models.py pipeline [--samples 512] [--conditions 2] [--shrink]
 """
 
 from __future__ import annotations
@@ -277,12 +286,165 @@ def bench_config(args: argparse.Namespace) -> None:
     )
 
 
+# ---------------------------------------------------------------------------------- pipeline
+class ForwardMeter:
+    """Time inside the model's forward (CUDA events on a GPU, wall time on a CPU) and its
+    matmul FLOPs, from forward hooks."""
+
+    def __init__(self, model, cfg, device: str) -> None:
+        self.cfg, self.cuda = cfg, device.startswith("cuda")
+        self.events: list = []
+        self.cpu_s = 0.0
+        self.flops = 0.0
+        self.queries = 0
+        self._t0 = 0.0
+        model.register_forward_pre_hook(self._before, with_kwargs=True)
+        model.register_forward_hook(self._after, with_kwargs=True)
+        self.model = model
+
+    def _before(self, module, args, kwargs) -> None:
+        if self.cuda:
+            start = torch.cuda.Event(enable_timing=True)
+            start.record()
+            self.events.append([start, None])
+        else:
+            self._t0 = time.perf_counter()
+        ids = kwargs["input_ids"]
+        b = ids.shape[0]
+        vision = kwargs["pixel_values"].shape[0] if "pixel_values" in kwargs else 0
+        self.flops += forward_flops(
+            self.model, self.cfg, {"input_ids": ids, "_vision_tokens": vision}
+        )
+        self.queries += b
+
+    def _after(self, module, args, kwargs, output) -> None:
+        if self.cuda:
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            self.events[-1][1] = end
+        else:
+            self.cpu_s += time.perf_counter() - self._t0
+
+    def busy_s(self) -> float:
+        if not self.cuda:
+            return self.cpu_s
+        torch.cuda.synchronize()
+        return sum(a.elapsed_time(b) for a, b in self.events) / 1000
+
+    def reset(self) -> None:
+        self.events, self.cpu_s, self.flops, self.queries = [], 0.0, 0.0, 0
+
+
+def bench_pipeline(args: argparse.Namespace) -> None:
+    import sys
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_pipeline import make_dataset, real_processor
+    from transformers import AutoModelForImageTextToText
+
+    from benchc.data import load_dataset
+    from benchc.models.hf import HFBackend
+    from benchc.suite.config import SuiteConfig
+    from benchc.suite.run import SuiteRun
+    from benchc.testing.dev.tiny_families import build
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    root = Path(tempfile.mkdtemp(prefix="benchc-device-"))
+    began = time.perf_counter()
+    make_dataset(root / "data", args.samples, 1600)
+    checkpoint = build("qwen2_5_vl", root / "tiny-qwen")
+
+    class Remote(HFBackend):
+        """On a CPU the forward still runs here; pretend otherwise so the suite pipelines."""
+
+        @property
+        def local_cpu(self) -> bool:
+            return False
+
+    backend = Remote(str(checkpoint), device=device, batch_size=args.batch, image_size=448)
+    processor = real_processor("qwen", backend.processor)
+    backend.processor, backend.tokenizer = processor, processor.tokenizer
+    backend._image_shape_matters = None
+    for memo in (backend._prompts, backend._text_tokens, backend._image_tokens):
+        memo.clear()
+    cfg = load_config("qwen2.5-vl-7b")
+    if args.shrink:
+        shrink(cfg)
+    tok = processor.tokenizer
+    ids = tok.convert_tokens_to_ids
+    cfg.image_token_id, cfg.video_token_id = ids("<|image_pad|>"), ids("<|video_pad|>")
+    cfg.vision_start_token_id, cfg.vision_end_token_id = (
+        ids("<|vision_start|>"),
+        ids("<|vision_end|>"),
+    )
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = AutoModelForImageTextToText.from_config(
+            cfg, dtype=dtype, attn_implementation=args.attn
+        ).eval()
+    backend.model, backend.dtype = model, dtype
+    backend._input_device = next(model.parameters()).device
+    meter = ForwardMeter(model, cfg, device)
+    peak = args.peak_tflops
+    if peak is None and device.startswith("cuda"):
+        name = torch.cuda.get_device_name()
+        peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
+    print(
+        f"qwen2.5-vl-7b{' (shrunk)' if args.shrink else ''} on {device} ({dtype}, {args.attn}), "
+        f"{args.samples} photos x {args.conditions} conditions, batch {args.batch}, set up in "
+        f"{time.perf_counter() - began:.0f} s; bf16 peak {peak or 'unknown'} TFLOP/s"
+    )
+    conditions = ["brightness-2", "contrast-3", "jpeg_compression-4"][: args.conditions]
+    dataset = load_dataset(str(root / "data"))
+
+    def suite_run(label: str, pipelined: bool) -> SuiteRun:
+        sc = SuiteConfig(
+            model=str(checkpoint),
+            dataset=str(root / "data"),
+            image_size=448,
+            batch_size=args.batch,
+            results_dir=root / f"results-{label}",
+            cache_dir=root / "cache",
+        )
+        run = SuiteRun(sc, dataset, backend)
+        if not pipelined:
+            run.lookahead.schedule = lambda *a, **k: None  # every batch built in turn
+        return run
+
+    warm = suite_run("warm", True)
+    warm.start_prefetch(conditions)
+    for key in conditions:  # the corruption cache and the kernels, warm
+        warm.condition(key)
+    warm.stop_prefetch()
+    for label, pipelined in (("in sequence", False), ("pipelined", True)):
+        run = suite_run(label.replace(" ", "-"), pipelined)
+        run.start_prefetch(conditions)
+        meter.reset()
+        t0 = time.perf_counter()
+        for key in conditions:
+            run.condition(key)
+        wall = time.perf_counter() - t0
+        run.stop_prefetch()
+        busy = meter.busy_s()
+        share = (
+            f", {100 * meter.flops / busy / 1e12 / peak:5.1f}% of bf16 peak in forward"
+            if peak
+            else ""
+        )
+        print(
+            f"{label:<12} busy {busy / wall:.3f} of {wall:.1f} s, {meter.queries / wall:7.1f} "
+            f"queries/s, {meter.flops / wall / 1e12:7.2f} TFLOP/s over the wall{share}"
+        )
+
+
 def _sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="mode", required=True)
     cpu = sub.add_parser("cpu", help="tiny VLM through HFBackend on CPU")
@@ -305,9 +467,17 @@ def main() -> None:
     )
     conf.add_argument("--grid-samples", type=int, default=849)
     conf.add_argument("--grid-conditions", type=int, default=96, help="clean + 19 x 5 cells")
-    args = ap.parse_args()
+    pipe = sub.add_parser("pipeline", help="7B-shaped model through SuiteRun (device check)")
+    pipe.add_argument("--device", default=None)
+    pipe.add_argument("--samples", type=int, default=512)
+    pipe.add_argument("--conditions", type=int, default=2, choices=(1, 2, 3))
+    pipe.add_argument("--batch", type=int, default=16)
+    pipe.add_argument("--attn", default="sdpa", help="sdpa, eager, flash_attention_2")
+    pipe.add_argument("--peak-tflops", type=float, default=None)
+    pipe.add_argument("--shrink", action="store_true", help="tiny widths: check the path on CPU")
+    args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    bench_cpu(args) if args.mode == "cpu" else bench_config(args)
+    {"cpu": bench_cpu, "config": bench_config, "pipeline": bench_pipeline}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import math
 import multiprocessing as mp
 import os
 import sys
+import weakref
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -229,7 +230,7 @@ def _look_up(
     got: dict[str, np.ndarray] = {}
     png: dict[str, bytes] = {}
     jobs = []
-    content = content_hash(array) if cache is not None else ""
+    content = known_hash(array) if cache is not None else ""
     for key, name, severity in parsed:
         if name is None:
             got[key] = array
@@ -247,6 +248,29 @@ def _look_up(
                 continue
         jobs.append((key, name, severity, ckey))
     return sample_id, array, got, png, jobs
+
+
+#: Content hashes of arrays that cannot change (:func:`remember_hash`), by ``id``; an entry
+#: leaves with its array.
+_HASHES: dict[int, str] = {}
+
+
+def remember_hash(array: np.ndarray) -> np.ndarray:
+    """Make ``array`` read-only and remember its content hash, so that the many conditions of
+    one prepared image hash it once (the suite keeps its prepared images: ``PreparedImages``).
+    Returns the array."""
+    array.flags.writeable = False
+    key = id(array)
+    if key not in _HASHES:
+        _HASHES[key] = content_hash(array)
+        weakref.finalize(array, _HASHES.pop, key, None)
+    return array
+
+
+def known_hash(array: np.ndarray) -> str:
+    """:func:`content_hash`, remembered for arrays given to :func:`remember_hash`."""
+    digest = _HASHES.get(id(array)) if not array.flags.writeable else None
+    return digest if digest is not None else content_hash(array)
 
 
 def _generate(

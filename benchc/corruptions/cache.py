@@ -40,10 +40,20 @@ def pixel_digest(array: np.ndarray) -> str:
 CACHE_ENV = "BENCHC_CACHE_DIR"
 
 
+#: The XDG base-directory variable for user caches (used when ``BENCHC_CACHE_DIR`` is not set).
+XDG_ENV = "XDG_CACHE_HOME"
+
+
 def default_cache_root() -> Path:
-    """``$BENCHC_CACHE_DIR`` if set, else ``~/.cache/benchc/corruptions``."""
+    """``$BENCHC_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/benchc/corruptions``, else
+    ``~/.cache/benchc/corruptions``. An empty or relative ``XDG_CACHE_HOME`` is ignored, as the
+    XDG base-directory specification says."""
     env = os.environ.get(CACHE_ENV)
-    return Path(env) if env else Path.home() / ".cache" / "benchc" / "corruptions"
+    if env:
+        return Path(env)
+    xdg = os.environ.get(XDG_ENV, "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "benchc" / "corruptions"
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,21 @@ that detects it:
 
 - a ``.jsonl`` file, or a folder holding ``samples.jsonl`` (or exactly one ``*.jsonl``): native;
 - a ``.tsv`` file, or a folder holding exactly one ``*.tsv``: VLMEvalKit TSV;
-- a folder written by ``datasets.save_to_disk``: Hugging Face (optional dependency).
+- a folder written by ``datasets.save_to_disk``: Hugging Face (optional dependency);
+- a Hub dataset id ``org/name[:config[:split]]``, or a folder laid out like a Hub repository
+  (parquet files), with the same suffixes: ``datasets.load_dataset`` (optional dependency).
+
+``columns`` (``--dataset-args``) maps the sample's fields to other column names, for the
+``datasets`` formats (docs/guides/datasets.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchc.data.hf import is_hf_folder, load_hf
+from benchc.data.hf import is_hf_folder, is_hub_folder, load_hf, load_hub, parse_hub_spec
 from benchc.data.native import DEFAULT_JSONL, load_jsonl
 from benchc.data.sample import Dataset
 from benchc.data.tsv import load_tsv
@@ -74,6 +79,7 @@ def load_dataset(
     lenient: bool = False,
     name: str | None = None,
     allow_outside_root: bool = False,
+    columns: Mapping[str, str] | None = None,
 ) -> Dataset:
     """Load any supported dataset; strict by default (the first bad sample raises ValueError).
 
@@ -84,12 +90,22 @@ def load_dataset(
     """
     opts = {"lenient": lenient, "allow_outside_root": allow_outside_root}
     p = Path(path)
+    hub = parse_hub_spec(str(path)) if not is_hf_folder(p) else None
+    if hub is not None and (not p.exists() or is_hub_folder(p)):
+        return load_hub(str(path), **opts, name=name, columns=columns)
     if not p.exists():
-        raise ValueError(f"dataset path {str(p)!r} does not exist")
+        raise ValueError(
+            f"dataset path {str(p)!r} does not exist (nor is it a Hub id org/name[:config:split])"
+        )
+    if columns and not is_hf_folder(p):
+        raise ValueError(f"{p}: --dataset-args maps columns of Hugging Face datasets only")
     for fmt in FORMATS:
         target = fmt.detect(p)
         if target is not None:
-            return fmt.load(target, **opts, name=(name or p.name) if fmt.folder_name else name)
+            extra = {"columns": columns} if fmt.name == "hf" else {}
+            return fmt.load(
+                target, **opts, **extra, name=(name or p.name) if fmt.folder_name else name
+            )
     if p.is_file():
         suffix = p.suffix.lower()
         raise ValueError(f"{p}: unsupported dataset file type {suffix!r} (expected .jsonl or .tsv)")

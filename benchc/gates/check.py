@@ -12,10 +12,16 @@ For each rule of the case:
 * the gate fails when the worse-direction change exceeds ``max(floor, z x SE_diff)``;
   it reports ``improved`` beyond that tolerance the other way, and ``unchecked`` (with the
   reason) when it cannot decide; moving the better way never fails;
-* its minimal detectable regression is ``max(floor, z x SE_null)``, SE_null being the paired
-  SE between the baseline and a benign re-measurement of it (:meth:`Evidence.benign`); when
-  that exceeds the room the figure has left in its worse direction, the gate cannot fail on
-  this dataset and says how many samples it would need.
+* its minimal detectable regression (MDR) is a regression this gate catches: at least
+  ``max(floor, z x SE_null)``, SE_null being the paired SE between the baseline and a benign
+  re-measurement of it (:meth:`Evidence.benign`); never below the figure's resolution on the
+  dataset (one sample's worth of a share, one cell's of a cell rate); and, for a share of whole
+  samples (:attr:`FigureSpec.share`), large enough that a regression moving whole samples one
+  way still exceeds ``z x`` its own paired SE (:func:`minimal_detectable`). When that exceeds
+  the room the figure has left in its worse direction, the gate cannot fail on this dataset
+  and says how many samples it would need;
+* when the tolerance applied to a change exceeds the MDR, the verdict says why: samples moved
+  both ways (or unevenly), which widens the paired SE of that change (:attr:`Outcome.note`).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from benchc.gates.evidence import Evidence, EvidenceError, GridEvidence
 from benchc.gates.figures import FigureSpec, Level, figure
 from benchc.gates.payload import Payload
 from benchc.gates.rules import GateRule
-from benchc.metrics.figures import REGISTRY
+from benchc.metrics.figures import REGISTRY, resolution
 from benchc.metrics.stats import replicate_se, resample_counts
 from benchc.spec import DEFAULT_SEED
 
@@ -46,7 +52,8 @@ ZFor = Callable[[Level], float]
 
 @dataclass(frozen=True)
 class Outcome:
-    """One gate's verdict. ``status``: pass, fail, improved or unchecked."""
+    """One gate's verdict. ``status``: pass, fail, improved, unchecked or off (the rule is
+    switched off in the snapshot)."""
 
     spec: FigureSpec
     rule: GateRule
@@ -64,6 +71,29 @@ class Outcome:
     movers: tuple[tuple[str, float, float], ...] = ()
     #: The gate cannot fail on this dataset (its MDR exceeds the figure's room); why.
     powerless: str | None = None
+    #: Samples whose own value moved (worse, better) under this change.
+    moved: tuple[int, int] | None = None
+
+    @property
+    def note(self) -> str | None:
+        """Why the tolerance applied to this change exceeds the MDR (None when it does not)."""
+        if not (math.isfinite(self.tolerance) and math.isfinite(self.mdr)):
+            return None
+        if self.tolerance <= self.mdr * (1 + 1e-9):
+            return None
+        head = f"tolerance {self.tolerance:.4g} exceeds the MDR {self.mdr:.4g}"
+        if self.moved is None:
+            return f"{head}: this change's own paired SE is wider than a benign one's"
+        worse, better = self.moved
+        if worse and better:
+            return (
+                f"{head}: this change moved samples both ways ({worse} worse, {better} better), "
+                "which widens its paired SE"
+            )
+        return (
+            f"{head}: this change moved {worse + better} samples unevenly, which widens its "
+            "paired SE"
+        )
 
     @property
     def change(self) -> float:
@@ -99,6 +129,7 @@ class Outcome:
             "status": self.status,
             "reason": self.reason or self.powerless,
             "movers": [[sid, num(b), num(c)] for sid, b, c in self.movers],
+            "note": self.note,
         }
 
 
@@ -152,6 +183,16 @@ def _intersect(base: Evidence, cur: Evidence) -> tuple[Evidence, Evidence, str |
     return base.restrict(keys), cur.restrict(keys), note
 
 
+def _shared_samples(base: Evidence, cur: Evidence) -> tuple[Evidence, str | None]:
+    """A run on some of the baseline's samples (``--limit``) is checked on those samples."""
+    mine = set(cur.ids)
+    if not mine < set(base.ids):
+        return base, None
+    rows = np.array([i for i, sid in enumerate(base.ids) if sid in mine])
+    note = f"compared on the {len(rows)} samples both sides have (baseline {len(base.ids)})"
+    return base.take(rows), note
+
+
 def _movers(
     spec: FigureSpec, base: Evidence, cur: Evidence
 ) -> tuple[tuple[str, float, float], ...]:
@@ -164,6 +205,47 @@ def _movers(
     ok = np.isfinite(worse) & (worse > 0)
     order = sorted(np.flatnonzero(ok), key=lambda i: (-worse[i], base.ids[i]))[:MOVERS]
     return tuple((base.ids[i], float(b[i]), float(c[i])) for i in order)
+
+
+def _moved(spec: FigureSpec, base: Evidence, cur: Evidence) -> tuple[int, int] | None:
+    """How many samples' own values moved worse and better (None: no per-sample values)."""
+    if spec.per_sample is None:
+        return None
+    b, c = base.per_sample(spec.per_sample), cur.per_sample(spec.per_sample)
+    if b is None or c is None:
+        return None
+    worse = -spec.sign * (c - b)
+    ok = np.isfinite(worse)
+    return int((worse[ok] > 1e-12).sum()), int((worse[ok] < -1e-12).sum())
+
+
+def _share_mdr(z: float, se_null: float, units: float, step: float) -> float:
+    """The smallest one-directional regression of a share that exceeds ``z x`` its own paired
+    SE: Delta samples' worth of whole-sample moves add ``Delta (step - Delta) / units`` to the
+    benign variance, so solve ``Delta^2 = z^2 (SE_null^2 + Delta (step - Delta) / units)``."""
+    a = 1.0 + z * z / units
+    b = z * z * step / units
+    c = z * z * se_null * se_null
+    return (b + math.sqrt(b * b + 4.0 * a * c)) / (2.0 * a)
+
+
+def minimal_detectable(
+    spec: FigureSpec, rule: GateRule, z: float, se_null: float, ev: Evidence
+) -> float:
+    """The gate's MDR on evidence ``ev`` (the module docstring): ``max(floor, z x SE_null)``,
+    never below the figure's resolution there, and for a share of whole samples never below
+    the one-directional regression that exceeds its own paired SE."""
+    mdr = max(rule.floor, z * se_null) if math.isfinite(se_null) else rule.floor
+    res = resolution(spec.name, ev.grid if isinstance(ev, GridEvidence) else ev)
+    if not math.isfinite(res):
+        return mdr
+    mdr = max(mdr, res)
+    units = spec.definition.units
+    if spec.share and units is not None and res > 0:
+        step = units[1]
+        se = se_null if math.isfinite(se_null) else 0.0
+        mdr = max(mdr, _share_mdr(z, se, step / res, step))
+    return mdr
 
 
 def _powerless(spec: FigureSpec, rule: GateRule, base: float, mdr: float, zse: float, n: int):
@@ -209,6 +291,8 @@ def check(
         return unchecked(f"the {side} has no per-sample evidence")
     try:
         base_ev, cur_ev, note = _intersect(base_ev, cur_ev)
+        base_ev, shared = _shared_samples(base_ev, cur_ev)
+        note = "; ".join(x for x in (note, shared) if x) or None
         cur_ev, paired = cur_ev.align(base_ev.ids).paired_with(base_ev)
         note = "; ".join(x for x in (note, paired) if x) or None
     except EvidenceError as exc:
@@ -224,11 +308,15 @@ def check(
         se_diff = float(replicate_se(rc[spec.key] - rb[spec.key]))
         se_null = float(replicate_se(rn[spec.key] - rb[spec.key]))
         tol = max(rule.floor, z * se_diff) if math.isfinite(se_diff) else rule.floor
-        mdr = max(rule.floor, z * se_null) if math.isfinite(se_null) else rule.floor
+        mdr = minimal_detectable(spec, rule, z, se_null, base_ev)
         common = dict(
             baseline=b, current=c, z=z, se_diff=se_diff, se_null=se_null, tolerance=tol,
             mdr=mdr, n=n, reason=note,
         )  # fmt: skip
+        if rule.off:
+            why = f"switched off in the snapshot (rule '{rule}')"
+            outcomes.append(Outcome(spec, rule, current.scope, "off", **{**common, "reason": why}))
+            continue
         if not math.isfinite(b):
             outcomes.append(
                 Outcome(
@@ -260,6 +348,7 @@ def check(
                 **common,
                 movers=_movers(spec, base_ev, cur_ev) if status == "fail" else (),
                 powerless=powerless,
+                moved=_moved(spec, base_ev, cur_ev) if tol > mdr else None,
             )
         )
     return Verdict(current.scope, tuple(outcomes))
@@ -283,6 +372,8 @@ def describe(outcome: Outcome, current: Payload) -> list[str]:
         f"  tolerance {o.tolerance:.4f} = max(floor {r.floor:g}, z {o.z:.2f} x paired SE "
         f"{o.se_diff:.4f})   minimal detectable regression {o.mdr:.4f}   rule '{r}'",
     ]
+    if o.note:
+        lines.append(f"  {o.note}")
     if o.reason and o.status == "fail":
         lines.append(f"  {o.reason}")
     if o.movers:

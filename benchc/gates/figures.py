@@ -38,6 +38,10 @@ class FigureSpec:
     level: Level
     floor: float
     gated: bool = True
+    #: The value is a share of whole samples at this level (each counted sample contributes
+    #: 0 or 1): a regression moves whole samples, whose own binomial spread widens the paired
+    #: SE, so the minimal detectable regression accounts for it (:mod:`benchc.gates.check`).
+    share: bool = False
 
     @property
     def definition(self) -> FigureDef:
@@ -78,9 +82,15 @@ class FigureSpec:
         return value - lo if self.direction == "higher" else hi - value
 
 
-def gate(level: Level, floors: dict[str, float], gated: tuple[str, ...]) -> list[FigureSpec]:
-    """The gates of one level: each figure with its default floor, ``gated`` failing builds."""
-    return [FigureSpec(name, level, floor, name in gated) for name, floor in floors.items()]
+def gate(
+    level: Level, floors: dict[str, float], gated: tuple[str, ...], shares: tuple[str, ...] = ()
+) -> list[FigureSpec]:
+    """The gates of one level: each figure with its default floor, ``gated`` failing builds,
+    ``shares`` the shares of whole samples (:attr:`FigureSpec.share`)."""
+    return [
+        FigureSpec(name, level, floor, name in gated, name in shares)
+        for name, floor in floors.items()
+    ]
 
 
 #: Floors are what a reviewer would call a real regression; measured benign changes (bf16,
@@ -97,6 +107,9 @@ FIGURES: list[FigureSpec] = [
             "relative_robustness": 0.05, "consistency": 0.05,
         },
         gated=("ras", "r_c", "accuracy", "relative_robustness"),
+        # one cell's accuracy, consistency and relative robustness are shares of its samples:
+        # a regression there moves whole samples (their spread enters the MDR)
+        shares=("accuracy", "relative_robustness", "consistency"),
     ),
     *gate(
         "family",
@@ -111,8 +124,11 @@ FIGURES: list[FigureSpec] = [
         },
         gated=("ras", "r_c", "r_w", "mixed_cell_rate", "accuracy", "consistency"),
     ),
+    # both VSI figures move by whole samples: a sample turns insensitive, or its gap term
+    # (probe correct - argmax changed, in {-1, 0, 1}) steps by 1
     *gate(
-        "vsi", {"insensitive_fraction": 0.03, "gap": 0.05}, gated=("insensitive_fraction", "gap")
+        "vsi", {"insensitive_fraction": 0.03, "gap": 0.05}, gated=("insensitive_fraction", "gap"),
+        shares=("insensitive_fraction", "gap"),
     ),
     # ``--per-sample``: one pair's RAS, its tolerance from its own benign spread
     # (:mod:`benchc.gates.samples`); the floor is the smallest per-sample drop worth naming

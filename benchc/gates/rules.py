@@ -29,6 +29,8 @@ class GateRule:
     direction: Direction
     floor: float
     z: float | None = None
+    #: Switched off by hand (``:off``): reported, never failed; re-recording keeps it off.
+    off: bool = False
 
     def __post_init__(self) -> None:
         if not self.figure or ":" in self.figure:
@@ -46,7 +48,8 @@ class GateRule:
 
     def __str__(self) -> str:
         z = "" if self.z is None else f":z={self.z:g}"
-        return f"{self.figure}:{self.direction}:floor={self.floor:g}{z}"
+        off = ":off" if self.off else ""
+        return f"{self.figure}:{self.direction}:floor={self.floor:g}{z}{off}"
 
 
 def _finite(x: float | None) -> float:
@@ -54,7 +57,8 @@ def _finite(x: float | None) -> float:
 
 
 def parse_rule(text: str) -> GateRule:
-    """Parse ``"ras:higher:floor=0.02:z=3"``; ``floor`` and ``z`` may come in any order."""
+    """Parse ``"ras:higher:floor=0.02:z=3"``; ``floor``, ``z`` and ``off`` (the gate is
+    switched off) may come in any order."""
     parts = [p.strip() for p in str(text).split(":")]
     if len(parts) < 2:
         raise RuleError(
@@ -63,17 +67,24 @@ def parse_rule(text: str) -> GateRule:
         )
     figure, direction, *options = parts
     values: dict[str, float | None] = {"floor": 0.0, "z": None}
+    off = False
     for option in options:
+        if option == "off":
+            off = True
+            continue
         name, sep, value = option.partition("=")
         if not sep or name not in values:
-            raise RuleError(f"gate rule {text!r}: unknown part {option!r} (use floor=X or z=Y)")
+            raise RuleError(
+                f"gate rule {text!r}: unknown part {option!r} (use floor=X, z=Y or off)"
+            )
         try:
             values[name] = float(value)
         except ValueError:
             raise RuleError(f"gate rule {text!r}: {name}={value!r} is not a number") from None
     if direction not in ("higher", "lower"):
         raise RuleError(f"gate rule {text!r}: direction {direction!r} is not 'higher' or 'lower'")
-    return GateRule(figure, direction, float(values["floor"] or 0.0), values["z"])  # type: ignore[arg-type]
+    floor = float(values["floor"] or 0.0)
+    return GateRule(figure, direction, floor, values["z"], off)  # type: ignore[arg-type]
 
 
 def parse_rules(texts: list[str] | tuple[str, ...]) -> dict[str, GateRule]:

@@ -89,6 +89,7 @@ from benchc.metrics.vsi import (
     gap_terms,
     insensitive_fraction,
     probe_accuracy,
+    vsi_aligned,
     vsi_full,
     vsi_topk,
 )
@@ -166,6 +167,7 @@ __all__ = [
     "trajectory_summary",
     "validate_answers",
     "validate_option_logits",
+    "vsi_aligned",
     "vsi_full",
     "vsi_topk",
     "weighted_nanmean",

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from benchc import spec
-from benchc.metrics.states import attribute, mixed_cell_rate
+from benchc.metrics.states import attribute, mixed_cell_rate, mixed_cells
 
 Direction = Literal["higher", "lower"]
 Source = Literal["grid", "vsi"]
@@ -66,6 +66,9 @@ class FigureDef:
     pooling: Literal["sum", "states"] = "sum"
     from_recorded: tuple[Callable[..., float], tuple[str, ...]] | None = None
     clean: Literal["any", "correct", "wrong"] = "any"
+    #: ``(count, step)``: the figure moves by ``step / count(evidence)`` when one counted unit
+    #: (a sample of a share, a cell of a cell rate) changes: its resolution on a dataset.
+    units: tuple[Callable[[Any], float], float] | None = None
 
     @property
     def key(self) -> str:
@@ -200,6 +203,17 @@ def evaluate(
     return out
 
 
+def resolution(name: str, ev: Any) -> float:
+    """The smallest move the figure can make on evidence ``ev``: one counted unit's worth
+    (1/n for a share of n samples, 100/cells for a cell rate); 0 for a continuous figure."""
+    fig = definition(name)
+    if fig.units is None:
+        return 0.0
+    count, step = fig.units
+    n = float(count(ev))
+    return step / n if n > 0 else float("nan")
+
+
 def per_sample(source: Source, ev: Any, name: str) -> np.ndarray | None:
     """Each sample's own value (N,) of the figure that ``explains`` ``name``: the mean of its
     contributions (NaN: the sample counts towards nothing); None for an unknown name."""
@@ -239,12 +253,23 @@ def _on(values: Callable[[Any], np.ndarray]) -> Values:
 
 
 def _mixed(cells: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Mixed-cell rate over the last axis (cells): 100 x share with R_c < 0 and R_w > 0."""
+    """Mixed-cell rate over the last axis (cells): 100 x share with R_c < 0 and R_w > 0, a
+    cell R within 1e-6 of 0 having no sign (:func:`benchc.metrics.states.mixed_cells`)."""
     r_c, r_w = cells["r_c"], cells["r_w"]
     if r_c.ndim == 1:
         return np.asarray(mixed_cell_rate(r_c, r_w))
-    both = ~np.isnan(r_c) & ~np.isnan(r_w)
-    return ratio(100.0 * ((r_c < 0) & (r_w > 0) & both).sum(axis=-1), both.sum(axis=-1))
+    mixed, both = mixed_cells(r_c, r_w)
+    return ratio(100.0 * mixed.sum(axis=-1), both.sum(axis=-1))
+
+
+def _pairs(g: Any) -> float:
+    """Corrupted pairs that count (a share of them moves by whole pairs)."""
+    return float(np.asarray(_ok(g)).sum())
+
+
+def _defined_cells(g: Any) -> float:
+    """Cells where both R_c and R_w are defined (the Mixed-cell rate's denominator)."""
+    return float((~np.isnan(g.cell("r_c")) & ~np.isnan(g.cell("r_w"))).sum())
 
 
 _RAS = (-2.0, 1.0)
@@ -257,16 +282,17 @@ for _fig in (
               column="Acc (clean)"),
     FigureDef("accuracy", "corrupted accuracy", direction="higher", bounds=_UNIT,
               num=_on(lambda g: g.correct), column="Acc (corrupted)", data_key="acc_corrupt",
-              explains="correct", **_PAIR),
+              explains="correct", units=(_pairs, 1.0), **_PAIR),
     FigureDef("d_acc", "accuracy change", direction="higher", bounds=(-1.0, 1.0),
               num=_on(lambda g: g.correct.astype(float) - _cc(g)), column="ΔAcc",
               from_recorded=(operator.sub, ("accuracy", "acc_clean")), **_PAIR),
     FigureDef("consistency", "consistency", direction="higher", bounds=_UNIT,
               num=_on(lambda g: g.consistent), column="Consistency", explains="consistent",
-              **_PAIR),
+              units=(_pairs, 1.0), **_PAIR),
     FigureDef("relative_robustness", "relative robustness", "grid", "pair", "higher",
               (0.0, float("inf")), num=_on(lambda g: g.correct), den=lambda g: _ok(g) & _cc(g),
-              column="Rel. Rob.", cells=True, data_key="rel_robustness", explains="correct"),
+              column="Rel. Rob.", cells=True, data_key="rel_robustness", explains="correct",
+              units=(lambda g: float((_ok(g) & _cc(g)).sum()), 1.0)),
     FigureDef("ras", "RAS", direction="higher", bounds=_RAS, num=_on(lambda g: g.ras),
               column="RAS", explains="ras", pooling="states", **_PAIR),
     FigureDef("d_s", "entropy change", direction="lower", bounds=(-1.0, 1.0),
@@ -282,13 +308,14 @@ for _fig in (
               den=lambda g: _ok(g) & ~_cc(g), column="R_w", cells=True,
               explains="ras_clean_wrong", pooling="states", clean="wrong"),
     FigureDef("mixed_cell_rate", "Mixed-cell rate (%)", "grid", "cell", "lower", (0.0, 100.0),
-              combine=_mixed, column="Mixed (%)"),
+              combine=_mixed, column="Mixed (%)", units=(_defined_cells, 100.0)),
     FigureDef("insensitive_fraction", f"insensitive fraction (VSI < {spec.VSI_INSENSITIVE:g})",
               "vsi", "sample", "lower", _UNIT, num=lambda e: e.low,
-              den=lambda e: np.ones(e.low.shape), explains="insensitive"),
+              den=lambda e: np.ones(e.low.shape), explains="insensitive",
+              units=(lambda e: len(e.ids), 1.0)),
     FigureDef("gap", "encoder-LLM gap", "vsi", "sample", "lower", (-1.0, 1.0),
               num=lambda e: np.where(e.pool, e.probe_correct - e.changed, 0.0),
-              den=lambda e: e.pool, explains="gap_terms"),
+              den=lambda e: e.pool, explains="gap_terms", units=(lambda e: e.pool.sum(), 1.0)),
     FigureDef("probe_accuracy", "probe accuracy (low-VSI pool)", "vsi", "sample", "higher",
               _UNIT, num=lambda e: np.where(e.pool, e.probe_correct, 0.0), den=lambda e: e.pool),
     FigureDef("argmax_change_rate", "argmax change rate (low-VSI pool)", "vsi", "sample",
@@ -319,5 +346,6 @@ __all__ = [
     "ratio",
     "register",
     "reported_cells",
+    "resolution",
     "table2_figures",
 ]

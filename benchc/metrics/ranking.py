@@ -40,10 +40,12 @@ def rank_mismatch(
     scores: Mapping[str, np.ndarray],
     reference: str = "ras",
     higher_is_better: Mapping[str, bool] | None = None,
+    decimals: int | None = None,
 ) -> RankTable:
     """Rank models by every metric in ``scores`` ({metric: (n_models,)}) and compare with
     ``reference``. All metrics are higher-is-better unless ``higher_is_better`` says otherwise.
-    Rows are sorted by reference rank (stable: input order among ties)."""
+    Rows are sorted by reference rank (stable: input order among ties). ``decimals``: scores
+    equal at that many decimals (as a table shows them) tie and share the best rank."""
     names = tuple(models)
     if len(set(names)) != len(names):
         raise ValueError(f"rank_mismatch: model names repeat: {names}")
@@ -62,8 +64,9 @@ def rank_mismatch(
             )
         table[:, j] = v
     sign = np.array([1.0 if (higher_is_better or {}).get(m, True) else -1.0 for m in cols])
+    keyed = table if decimals is None else np.round(table, decimals)
     ranks = np.column_stack(
-        [rankdata(-sign[j] * table[:, j], method="min").astype(np.int64) for j in range(len(cols))]
+        [rankdata(-sign[j] * keyed[:, j], method="min").astype(np.int64) for j in range(len(cols))]
     )
     ref = cols.index(reference)
     shift = ranks[:, [ref]] - ranks
@@ -73,8 +76,11 @@ def rank_mismatch(
     )
 
 
-def rank_table_from_grids(grids: Mapping[str, GridMetrics]) -> RankTable:
-    """Table VI straight from each model's :class:`GridMetrics`."""
+def rank_table_from_grids(
+    grids: Mapping[str, GridMetrics], decimals: int | None = None
+) -> RankTable:
+    """Table VI straight from each model's :class:`GridMetrics` (``decimals``: see
+    :func:`rank_mismatch`)."""
     figs = {name: g.model_figures() for name, g in grids.items()}
     scores = {m: np.array([figs[n][m] for n in grids]) for m in TABLE_VI_METRICS}
-    return rank_mismatch(list(grids), scores, reference="ras")
+    return rank_mismatch(list(grids), scores, reference="ras", decimals=decimals)

@@ -11,11 +11,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from benchc.spec import BOUNDARY_EPS
+
 __all__ = [
     "STATES",
     "StateAttribution",
     "attribute",
     "mixed_cell_rate",
+    "mixed_cells",
     "state_attribution",
     "state_codes",
 ]
@@ -126,13 +129,23 @@ def attribute(
     return mean, alpha, pi, source, aggregate
 
 
-def mixed_cell_rate(r_c: np.ndarray, r_w: np.ndarray) -> float:
-    """100 x share of cells with R_c < 0 and R_w > 0, over cells where both are defined
-    (docs/spec.md §4); NaN when no cell has both."""
+def mixed_cells(r_c: np.ndarray, r_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mixed, both defined) per cell: R_c < 0 and R_w > 0 where both are defined; a cell R
+    within ``BOUNDARY_EPS`` of 0 has no sign (float32 noise, as the sign regimes' boundary),
+    so it is not mixed (docs/spec.md §4)."""
     r_c = np.asarray(r_c, dtype=np.float64)
     r_w = np.asarray(r_w, dtype=np.float64)
     both = ~np.isnan(r_c) & ~np.isnan(r_w)
+    with np.errstate(invalid="ignore"):
+        mixed = (r_c < -BOUNDARY_EPS) & (r_w > BOUNDARY_EPS) & both
+    return mixed, both
+
+
+def mixed_cell_rate(r_c: np.ndarray, r_w: np.ndarray) -> float:
+    """100 x share of cells with R_c < 0 and R_w > 0 (each beyond ``BOUNDARY_EPS``), over cells
+    where both are defined (docs/spec.md §4); NaN when no cell has both."""
+    mixed, both = mixed_cells(r_c, r_w)
     n = int(both.sum())
     if n == 0:
         return float("nan")
-    return 100.0 * float(np.sum((r_c < 0) & (r_w > 0) & both)) / n
+    return 100.0 * float(mixed.sum()) / n

@@ -17,7 +17,7 @@ from sklearn.model_selection import GroupKFold
 from sklearn.preprocessing import normalize
 
 from benchc.metrics.figures import evaluate
-from benchc.spec import VSI_FLOOR, VSI_INSENSITIVE, VSI_PAPER_SEED
+from benchc.spec import VSI_INSENSITIVE, VSI_PAPER_SEED, VSI_TOPK
 
 __all__ = [
     "GapResult",
@@ -31,6 +31,7 @@ __all__ = [
     "matched_control",
     "pool_probe",
     "probe_accuracy",
+    "vsi_aligned",
     "vsi_distribution",
     "vsi_full",
     "vsi_topk",
@@ -80,27 +81,32 @@ def vsi_full(
     return np.maximum(out, 0.0)
 
 
-def _on_union(union: np.ndarray, ids: np.ndarray, logp: np.ndarray, floor: float) -> np.ndarray:
-    """Probability of each union token under a top-k distribution (floor where it is absent)."""
-    match = union[:, :, None] == ids[:, None, :]
-    prob = (match * np.exp(logp)[:, None, :]).sum(axis=2)
-    return np.where(match.any(axis=2), np.maximum(prob, floor), floor)
+def _union(
+    ids: list[np.ndarray], valid: list[np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """U per row: both top-k id lists sorted together, and a mask of U's distinct entries
+    (entries not ``valid``, a side's padding, belong to no support)."""
+    cat = np.concatenate(ids, axis=1)
+    ok = np.ones(cat.shape, bool) if valid is None else np.concatenate(valid, axis=1)
+    order = np.lexsort((~ok, cat), axis=1)  # by id; of equal ids, a valid entry first
+    union = np.take_along_axis(cat, order, axis=1)
+    keep = np.take_along_axis(ok, order, axis=1)
+    keep[:, 1:] &= union[:, 1:] != union[:, :-1]
+    return union, keep
 
 
-def vsi_topk(
-    ids_clean: np.ndarray,
-    logp_clean: np.ndarray,
-    ids_perturbed: np.ndarray,
-    logp_perturbed: np.ndarray,
-    floor: float = VSI_FLOOR,
-) -> np.ndarray:
-    """``vsi_top50``: KL over the union of both top-k supports; each distribution restricted to
-    the union with a ``floor`` for tokens outside its own top-k, then renormalised
-    (docs/spec.md §5)."""
-    ids = [np.asarray(ids_clean), np.asarray(ids_perturbed)]
-    lps = [np.asarray(logp_clean, dtype=np.float64), np.asarray(logp_perturbed, dtype=np.float64)]
-    names = ("clean", "perturbed")
-    for i, lp, nm in zip(ids, lps, names, strict=True):
+def _kl_on_union(p: np.ndarray, q: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """KL(p || q) per row over the union entries ``keep``, each side renormalised over U."""
+    p, q = np.where(keep, p, 0.0), np.where(keep, q, 0.0)
+    p /= p.sum(axis=1, keepdims=True)
+    q /= q.sum(axis=1, keepdims=True)
+    return np.maximum(rel_entr(p, q).sum(axis=1), 0.0)
+
+
+def _check_topk(ids: list[np.ndarray], lps: list[np.ndarray]) -> list[np.ndarray]:
+    """Validate both sides' (N, k) top-k lists; which entries are tokens (padding: -inf)."""
+    out = []
+    for i, lp, nm in zip(ids, lps, ("clean", "perturbed"), strict=True):
         if i.ndim != 2 or i.shape != lp.shape or i.shape[0] != ids[0].shape[0]:
             raise ValueError(
                 f"top-k {nm}: ids {i.shape} and logp {lp.shape} must both be (N, k), same N"
@@ -112,15 +118,67 @@ def vsi_topk(
         dup = np.nonzero((np.diff(np.sort(i, axis=1), axis=1) == 0).any(axis=1))[0]
         if dup.size:
             raise ValueError(f"ids_{nm}[{int(dup[0])}]: top-k token ids repeat")
-    allid = np.concatenate(ids, axis=1)
-    union = np.sort(allid, axis=1)
-    first = np.ones(union.shape, dtype=bool)
-    first[:, 1:] = union[:, 1:] != union[:, :-1]
-    p = _on_union(union, ids[0], lps[0], floor) * first
-    q = _on_union(union, ids[1], lps[1], floor) * first
-    p /= p.sum(axis=1, keepdims=True)
-    q /= q.sum(axis=1, keepdims=True)
-    return np.maximum(rel_entr(p, q).sum(axis=1), 0.0)
+        out.append(lp > -np.inf)
+    return out
+
+
+def vsi_aligned(
+    logp_clean: np.ndarray,
+    logp_perturbed: np.ndarray,
+    k: int = VSI_TOPK,
+    *,
+    ids_clean: np.ndarray | None = None,
+    ids_perturbed: np.ndarray | None = None,
+) -> np.ndarray:
+    """White-box ``vsi_top50`` (docs/spec.md §5): U = the union of both passes' top-``k`` token
+    ids; each side's *own* probabilities of every token in U, read from its full
+    distribution (no floor), renormalised over U; KL on U. ``ids_*``: top-k ids already known
+    (the backend's), else taken from the distributions."""
+    a = np.asarray(logp_clean, dtype=np.float64)
+    b = np.asarray(logp_perturbed, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"logp_clean {a.shape} and logp_perturbed {b.shape}: expected (N, V)")
+    ids = [
+        np.argsort(-x, axis=1, kind="stable")[:, :k] if given is None else np.asarray(given)
+        for x, given in ((a, ids_clean), (b, ids_perturbed))
+    ]
+    union, keep = _union(ids)
+    at = np.where(keep, union, 0)
+    p = np.exp(np.take_along_axis(a, at, axis=1))
+    q = np.exp(np.take_along_axis(b, at, axis=1))
+    return _kl_on_union(p, q, keep)
+
+
+def _estimated(
+    union: np.ndarray, ids: np.ndarray, logp: np.ndarray, valid: np.ndarray
+) -> np.ndarray:
+    """A side's probability of each union token: its returned one, else its smallest returned
+    probability (an upper bound for any token outside its top k)."""
+    match = (union[:, :, None] == ids[:, None, :]) & valid[:, None, :]
+    prob = np.exp(logp)
+    smallest = np.where(valid, prob, np.inf).min(axis=1, keepdims=True)
+    known = (match * prob[:, None, :]).sum(axis=2)
+    return np.where(match.any(axis=2), known, smallest)
+
+
+def vsi_topk(
+    ids_clean: np.ndarray,
+    logp_clean: np.ndarray,
+    ids_perturbed: np.ndarray,
+    logp_perturbed: np.ndarray,
+) -> np.ndarray:
+    """``vsi_top<k>`` (estimated) of a server that returns only each pass's top k
+    (docs/spec.md §5): the aligned support of :func:`vsi_aligned`, where a side's probability
+    of a token outside its own top k (unknown) is estimated by that side's smallest returned
+    probability. Equal to the white-box value wherever both sides return every token of U.
+    Padding entries (log-probability -inf) are no token."""
+    lps = [np.asarray(logp_clean, dtype=np.float64), np.asarray(logp_perturbed, dtype=np.float64)]
+    ids = [np.asarray(ids_clean), np.asarray(ids_perturbed)]
+    valid = _check_topk(ids, lps)
+    union, keep = _union(ids, valid)
+    p = _estimated(union, ids[0], lps[0], valid[0])
+    q = _estimated(union, ids[1], lps[1], valid[1])
+    return _kl_on_union(p, q, keep)
 
 
 def insensitive_fraction(vsi: np.ndarray, threshold: float = VSI_INSENSITIVE) -> float:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -105,6 +105,19 @@ class Backend(ABC):
     ) -> BatchOutput:
         """Score a batch. ``distribution`` asks for the full next-token log-distribution,
         ``top_k`` for only its top-k (to save memory)."""
+
+    def prepare(self, queries: Sequence[Query]) -> Any:
+        """The CPU part of :meth:`forward` (prompts, processor, copies to the device), run in a
+        background thread while the previous batch computes; must be thread-safe. The default
+        leaves all work to :meth:`forward_prepared`."""
+        return list(queries)
+
+    def forward_prepared(
+        self, batch: Any, *, distribution: bool = False, top_k: int | None = None
+    ) -> BatchOutput:
+        """:meth:`forward` on what :meth:`prepare` returned: ``forward_prepared(prepare(q))``
+        equals ``forward(q)`` exactly."""
+        return self.forward(batch, distribution=distribution, top_k=top_k)
 
     def vision_features(self, images: Sequence[np.ndarray]) -> np.ndarray:
         """Pooled final-layer vision-tower features (B, D): mean of patch tokens.

@@ -3,10 +3,10 @@
 Why not plain ``urllib``: a new TCP connection per request and no pooling cost ~48 ms of client
 CPU per 448 px query, which a GPU fleet answering hundreds per second would wait on. This keeps
 ``concurrency`` keep-alive connections open (``httpx``), retries network errors and retryable
-statuses with exponential backoff, honours ``Retry-After`` on 429 / 503, reads the API key from
-the environment, and learns once per session which optional request fields the server rejects
-(a 400 / 422 naming them, or, when the error names nothing, by dropping them one at a time):
-those are left out of every later request and reported in :attr:`ChatClient.dropped`.
+statuses with jittered exponential backoff, honours ``Retry-After`` on 429 / 503, reads the API
+key from the environment, and learns once per session which optional request fields the server
+rejects (a 400 / 422 naming them, or, when the error names nothing, by dropping them one at a
+time): those are left out of every later request and reported in :attr:`ChatClient.dropped`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import email.utils
 import json
 import logging
 import os
+import random
 import re
 import threading
 import time
@@ -82,6 +83,19 @@ class Verbatim(str):
     __slots__ = ()
 
 
+def backoff_delay(
+    attempt: int, base_s: float, retry_after: float | None, rng: random.Random
+) -> float:
+    """Seconds before retry ``attempt`` (0-based): "equal jitter" exponential backoff, i.e.
+    ``base_s * 2**attempt`` halved plus a uniform draw up to the other half, and never less
+    than the server's ``Retry-After``. Why jitter: the threads of one backend that failed
+    together (a 503 burst) would otherwise all retry at the same instant and fail together
+    again; the floor keeps the exponential growth a struggling server needs."""
+    ceiling = base_s * 2**attempt
+    floor = max(ceiling / 2, retry_after) if retry_after is not None else ceiling / 2
+    return floor + rng.uniform(0.0, ceiling / 2)
+
+
 def encode_body(body: dict) -> bytes:
     """``json.dumps(body)`` as UTF-8, with every :class:`Verbatim` string spliced in as is."""
     spliced: list[bytes] = []
@@ -135,6 +149,8 @@ class ChatClient:
         self.backoff_s = backoff_s
         self.timeout_s = timeout_s
         self.limiter = RateLimiter(rate_limit)
+        #: Draws the retry jitter (:func:`backoff_delay`); seed it for a reproducible schedule.
+        self.rng = random.Random()
         #: Optional fields the server rejected -> the server's words (first 200 characters).
         self.dropped: dict[str, str] = {}
         #: Requests answered 429 / 503 that carried a ``Retry-After`` (honoured).
@@ -207,8 +223,7 @@ class ChatClient:
             attempt += 1
 
     def _sleep(self, attempt: int, retry_after: float | None) -> None:
-        delay = self.backoff_s * 2**attempt
-        time.sleep(max(delay, retry_after) if retry_after is not None else delay)
+        time.sleep(backoff_delay(attempt, self.backoff_s, retry_after, self.rng))
 
     def _send(self, body: dict, what: str, attempt: int) -> tuple[int, Any, httpx.Headers]:
         """One request, retrying network errors; (status, decoded body, headers)."""

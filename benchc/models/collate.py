@@ -48,6 +48,14 @@ def plan_batches(
     return batches
 
 
+def padding_waste(lengths: Sequence[int], plan: Sequence[Sequence[int]]) -> float:
+    """Share of a plan's token slots that are padding: each batch is as long as its longest
+    row (``lengths``: each item's true input length)."""
+    slots = sum(max(lengths[i] for i in batch) * len(batch) for batch in plan)
+    used = sum(lengths[i] for batch in plan for i in batch)
+    return (slots - used) / slots if slots else 0.0
+
+
 def _sort_key(key: Hashable) -> tuple:
     return key if isinstance(key, tuple) else (key,)
 

@@ -35,12 +35,29 @@ def image_only(cls: type) -> type:
     def get_attributes(klass: type) -> list[str]:
         return [a for a in cls.get_attributes() if a != VIDEO]
 
+    def __reduce__(self: Any) -> tuple:  # pickled by its base class (processor workers)
+        return _rebuild_image_only, (cls, self.__dict__)
+
     sub = type(
-        cls.__name__, (cls,), {"get_attributes": get_attributes, VIDEO: None, "image_only": True}
+        cls.__name__,
+        (cls,),
+        {
+            "get_attributes": get_attributes,
+            VIDEO: None,
+            "image_only": True,
+            "__reduce__": __reduce__,
+        },
     )
     sub.__module__ = cls.__module__
     sub.__doc__ = f"{cls.__name__} without a video processor (benchc scores images only)."
     return sub
+
+
+def _rebuild_image_only(cls: type, state: dict) -> Any:
+    sub = image_only(cls)
+    obj = sub.__new__(sub)
+    obj.__dict__.update(state)
+    return obj
 
 
 def load_processor(

@@ -5,6 +5,7 @@ verdicts) -> plots (:mod:`benchc.report.plots`, inline SVG) -> page
 (:mod:`benchc.report.page`). :mod:`benchc.report.ci` holds the CI-native outputs.
 """
 
+from benchc.report.compare import CompareError
 from benchc.report.write import compare_runs, write_report
 
-__all__ = ["compare_runs", "write_report"]
+__all__ = ["CompareError", "compare_runs", "write_report"]

@@ -159,6 +159,10 @@ def vsi_agreement(
 
 
 # -- Bench-C Table VI -------------------------------------------------------------------------
+#: The digits Table VI shows its scores with (``benchc.report.fmt.f``), and ranks them at.
+TABLE_VI_DECIMALS = 3
+
+
 def table_vi(runs: Sequence[StoredRun], labels: Sequence[str]) -> dict[str, Any]:
     """Table VI over the runs with a grid (rows in RAS order, rank 1 best)."""
     grids = {lab: r.grid for r, lab in zip(runs, labels, strict=True) if r.grid is not None}
@@ -167,7 +171,8 @@ def table_vi(runs: Sequence[StoredRun], labels: Sequence[str]) -> dict[str, Any]
         out["note"] = f"{len(grids)} of the compared runs have a Bench-C grid: ranking needs two"
         return out
     try:
-        t = rank_table_from_grids(grids)  # type: ignore[arg-type]
+        # ranked as shown (3 decimals): equal displayed values share a rank
+        t = rank_table_from_grids(grids, decimals=TABLE_VI_DECIMALS)  # type: ignore[arg-type]
     except ValueError as exc:  # a figure undefined on some grid
         out["note"] = f"no ranking: {exc}"
         return out

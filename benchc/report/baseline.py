@@ -45,7 +45,12 @@ class SnapshotBaseline:
 
 def read_snapshots(thresholds_dir: Path, model_name: str) -> SnapshotBaseline | None:
     """The snapshots in ``thresholds_dir/<model slug>/``; None when that folder does not exist."""
-    folder = Path(thresholds_dir) / model_slug(model_name)
+    return read_folder(Path(thresholds_dir) / model_slug(model_name))
+
+
+def read_folder(folder: Path) -> SnapshotBaseline | None:
+    """The snapshots of one baseline folder (any name); None when it does not exist."""
+    folder = Path(folder)
     if not folder.is_dir():
         return None
     cells: dict[str, Payload] = {}

@@ -50,9 +50,34 @@ def properties(verdict: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
-def record(node: Any, verdict: Mapping[str, Any]) -> None:
-    """Attach one verdict's numbers to a test item (``node.user_properties``)."""
+#: The two sides of a gate run: ``candidate``, ``candidate_source``, ``baseline``,
+#: ``baseline_source`` (JUnit ``benchc.candidate``, ``benchc.candidate.source``, ...).
+SIDES: tuple[str, ...] = ("candidate", "candidate_source", "baseline", "baseline_source")
+
+
+def side_properties(sides: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """``benchc.candidate``, ``benchc.candidate.source``, ``benchc.baseline``,
+    ``benchc.baseline.source``: which model was gated against which baseline."""
+    return [(f"benchc.{k.replace('_', '.')}", str(sides[k])) for k in SIDES if k in sides]
+
+
+def record(node: Any, verdict: Mapping[str, Any], sides: Mapping[str, Any] | None = None) -> None:
+    """Attach one verdict's numbers (and, once per test, the two sides) to a test item
+    (``node.user_properties``)."""
+    if sides:
+        have = {name for name, _ in node.user_properties}
+        node.user_properties.extend(p for p in side_properties(sides) if p[0] not in have)
     node.user_properties.extend(properties(verdict))
+
+
+def sides_line(sides: Mapping[str, Any] | None) -> str | None:
+    """``candidate **x** (`src`) against baseline **y** (`src`)`` for the step summary."""
+    if not sides:
+        return None
+    return (
+        f"candidate **{sides.get('candidate')}** (`{sides.get('candidate_source')}`) against "
+        f"baseline **{sides.get('baseline')}** (`{sides.get('baseline_source')}`)"
+    )
 
 
 def _f(x: Any, signed: bool = False) -> str:
@@ -62,8 +87,15 @@ def _f(x: Any, signed: bool = False) -> str:
     return f"{x:+.4f}" if signed else f"{x:.4f}"
 
 
-def step_summary(verdicts: Sequence[Mapping[str, Any]], *, report: str | None = None) -> str:
-    """The Markdown verdict table: failures first, then improvements; passes counted."""
+def step_summary(
+    verdicts: Sequence[Mapping[str, Any]],
+    *,
+    report: str | None = None,
+    sides: Mapping[str, Any] | None = None,
+    notes: Sequence[str] = (),
+) -> str:
+    """The Markdown verdict table: the two sides, failures first, then improvements; passes
+    counted; ``notes`` (a smoke run, a baseline from another environment) one line each."""
     counts: dict[str, int] = {}
     for v in verdicts:
         counts[str(v.get("status"))] = counts.get(str(v.get("status")), 0) + 1
@@ -77,8 +109,13 @@ def step_summary(verdicts: Sequence[Mapping[str, Any]], *, report: str | None = 
         f"{len(verdicts)} gates: {head or 'none'}",
         "",
     ]
+    line = sides_line(sides)
+    if line:
+        lines[2:2] = [line, ""]
+    for note in notes:
+        lines += [f"> {note}", ""]
     shown = sorted(
-        (v for v in verdicts if v.get("status") != "pass"),
+        (v for v in verdicts if v.get("status") not in ("pass", "recorded")),
         key=lambda v: (_ORDER.get(str(v.get("status")), 9), str(v.get("case", ""))),
     )
     if shown:
@@ -103,6 +140,8 @@ def write_step_summary(
     *,
     report: str | None = None,
     environ: Mapping[str, str] | None = None,
+    sides: Mapping[str, Any] | None = None,
+    notes: Sequence[str] = (),
 ) -> Path | None:
     """Append :func:`step_summary` to ``$GITHUB_STEP_SUMMARY`` when it is set."""
     target = (os.environ if environ is None else environ).get(SUMMARY_ENV)
@@ -110,5 +149,5 @@ def write_step_summary(
         return None
     path = Path(target)
     with path.open("a", encoding="utf-8") as fh:
-        fh.write(step_summary(verdicts, report=report))
+        fh.write(step_summary(verdicts, report=report, sides=sides, notes=notes))
     return path

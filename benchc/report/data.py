@@ -13,6 +13,9 @@ and the blocks ``table2`` ({figure: {value, se}}), ``cells`` ({figure: {cell key
 Table 2 and the error signals); a block a series cannot supply is ``null``.
 ``axes``: ``corruptions``, ``severities``, ``families``. ``verdicts``: ``available``, ``note``,
 ``items`` (the gate verdict dicts, failures first), ``counts``, ``record_command``.
+``sides`` (a run against its baseline): ``candidate`` and ``baseline``, each ``name`` and
+``source``; the run's series is labelled ``candidate: ...``, the baseline's ``baseline`` with
+its ``name``.
 ``drilldown``: the samples that moved most. A compare page adds ``agreement``
 (:mod:`benchc.report.agreement`: ``vsi`` rank agreement, Bench-C ``table_vi`` and ``table_v``).
 Undefined numbers are ``null``, never 0.
@@ -370,13 +373,18 @@ def build(
     """
     if not runs:
         raise ValueError("build: no runs to report")
-    labels = list(labels) if labels else _default_labels(runs)
+    has_baseline = baseline is not None and not baseline.empty
+    if has_baseline and len(runs) == 1 and not labels:  # the gate's two sides, named
+        labels = [f"candidate: {runs[0].model_name} / {runs[0].dataset_name}"]
+    labels = list(labels) if labels else default_labels(runs)
+    base_name = baseline.folder.name if baseline is not None else None
     first = runs[0]
     ref = vsi_reference(runs, baseline, baseline_run, vsi_support)
     kw = {"n_boot": n_boot, "vsi_ref": ref, "vsi_support": vsi_support}
     series = [series_from_run(r, lab, **kw) for r, lab in zip(runs, labels, strict=True)]
     if baseline is not None and not baseline.empty and baseline_run is not None:
         b = series_from_run(baseline_run, "baseline", **kw)
+        b["name"] = base_name
         b.update(
             kind="baseline",
             source=f"{display_path(baseline.folder)} ({display_path(baseline_run.path)})",
@@ -387,14 +395,28 @@ def build(
         series.append(b)
     elif baseline is not None and not baseline.empty:
         series.append(series_from_snapshots(baseline, first.corruptions, first.severities))
+        series[-1]["name"] = base_name
     vb = verdicts_block(verdicts, verdict_note, record_command)
+    title = (
+        f"benchc report: {first.model_name} on {first.dataset_name}"
+        if len(runs) == 1
+        else "benchc compare: " + " vs ".join(labels)
+    )
+    sides = None
+    if has_baseline and len(runs) == 1:
+        assert baseline is not None
+        title = (
+            f"benchc report: candidate {first.model_name} against baseline "
+            f"{baseline.folder.name} on {first.dataset_name}"
+        )
+        sides = {
+            "candidate": {"name": first.model_name, "source": display_path(first.path)},
+            "baseline": {"name": baseline.folder.name, "source": display_path(baseline.folder)},
+        }
     return {
         "schema": SCHEMA,
-        "title": (
-            f"benchc report: {first.model_name} on {first.dataset_name}"
-            if len(runs) == 1
-            else "benchc compare: " + " vs ".join(labels)
-        ),
+        "title": title,
+        "sides": sides,
         "mode": "report" if len(runs) == 1 else "compare",
         "axes": {
             "corruptions": list(first.corruptions),
@@ -431,7 +453,7 @@ def vsi_reference(
     return run_evidence(runs[0], support) if len(runs) > 1 else None
 
 
-def _default_labels(runs: Sequence[StoredRun]) -> list[str]:
+def default_labels(runs: Sequence[StoredRun]) -> list[str]:
     if len(runs) == 1:
         return ["current"]
     labels = [f"{r.model_name} / {r.dataset_name}" for r in runs]

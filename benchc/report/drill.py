@@ -218,6 +218,7 @@ def drilldown(
     *,
     baseline_ras: dict[str, float] | None = None,
     images: bool = True,
+    vsi: tuple[dict[str, float], dict[str, float]] | None = None,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """One entry per picked sample (numbers JSON-able; ``thumbnails`` are data URIs that the
     page shows and ``report.json`` leaves out), plus a note when images are unavailable.
@@ -225,6 +226,8 @@ def drilldown(
     ``cell`` is the cell the card shows (image, corrupted distribution, RAS; see
     :func:`shown_cell`), ``cell_basis`` ``gate`` or ``worst`` and ``cell_note`` which in words;
     ``worst_cell`` stays the sample's worst cell over the grid; ``gate`` names the picking gate.
+    ``vsi``: (baseline, current) VSI by sample id; a card a VSI gate picked carries its
+    ``vsi`` baseline -> current (what that gate moved on, not a cell's RAS).
     """
     g = run.grid
     if g is None or not picks:
@@ -268,6 +271,8 @@ def drilldown(
             "question": None,
             "options": None,
         }
+        if gate is not None and gate.get("level") == "vsi" and vsi is not None:
+            entry["vsi"] = {"baseline": num(vsi[0].get(sid)), "current": num(vsi[1].get(sid))}
         sample = by_id.get(sid)
         if sample is not None:
             entry["question"] = sample.question

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchc.metrics.figures import table2_figures
-from benchc.report.fmt import e, f
+from benchc.report.fmt import e, f, reference_series
 from benchc.report.plots import PLOTS, STATE_LABELS
 from benchc.report.vsi_page import lacks as _lacks
 from benchc.report.vsi_page import vsi_tables
+from benchc.spec import VSI_INSENSITIVE
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1b1b1b}
@@ -32,7 +33,9 @@ tr.fail td{background:#fde8e8}tr.improved td{background:#e6f6e9}tr.unchecked td{
 .v-fail{background:#fde8e8;border:1px solid #c62828}
 .v-ok{background:#e6f6e9;border:1px solid #2e7d32}
 .v-none{background:#f3f5f7;border:1px solid #aaa}figure.fig{margin:10px 0;overflow-x:auto}
-figure.fig svg{max-width:100%;height:auto}figcaption{font-size:12px;color:#555}
+figure.fig svg{max-width:100%;height:auto}ul.movers{margin:2px 0;padding-left:16px}
+td p.reason,td p.mdr-note{margin:0 0 2px}header ul{margin:4px 0 0;font-size:12px;color:#c8d6e5}
+figcaption{font-size:12px;color:#555}
 pre{background:#f3f5f7;padding:8px;overflow-x:auto;font-size:12px}.se{color:#777;font-size:11px}
 .note{font-size:12px;color:#666}.cards{display:flex;flex-wrap:wrap;gap:14px}.card{border:1px
 solid #d0d7de;border-radius:6px;padding:8px;width:370px;font-size:12px}.card img{width:112px;
@@ -129,8 +132,12 @@ def _verdict(doc: dict[str, Any]) -> str:
 
 def _verdict_row(v: dict[str, Any]) -> str:
     st = str(v.get("status"))
-    movers = ", ".join(f"{e(m[0])} {f(m[1], 2)}→{f(m[2], 2)}" for m in (v.get("movers") or [])[:3])
-    why = " ".join(x for x in (e(v.get("reason") or ""), movers) if x)
+    movers = "".join(
+        f"<li>{e(m[0])}: {f(m[1], 2)} → {f(m[2], 2)}</li>" for m in (v.get("movers") or [])[:3]
+    )
+    notes = (("reason", e(v.get("reason") or "")), ("mdr-note", e(v.get("note") or "")))
+    why = "".join(f'<p class="{cls}">{text}</p>' for cls, text in notes if text)
+    why += f'<ul class="movers">{movers}</ul>' if movers else ""
     return (
         f'<tr id="{e(v["anchor"])}" class="{e(st)}"><td class="l"><span class="badge '
         f'b-{e(st)}">{e(st)}</span></td><td class="l">{e(v.get("label"))}</td>'
@@ -140,6 +147,26 @@ def _verdict_row(v: dict[str, Any]) -> str:
         f"<td>{f(v.get('mdr'))}</td><td>{f(v.get('se_diff'))}</td>"
         f'<td>{f(v.get("z"), 2)}</td><td class="l">{e(v.get("direction"))}</td>'
         f'<td class="l">{why}</td></tr>'
+    )
+
+
+def _compare_note(doc: dict[str, Any]) -> str:
+    """What a comparison shares, what it left out, and its sign convention."""
+    c = doc.get("compare")
+    if not c:
+        return ""
+    where = (
+        f"compared on {len(c['corruptions'])} corruptions x severities "
+        f"{', '.join(map(str, c['severities']))}"
+        if c["corruptions"]
+        else "no Bench-C grid shared"
+    )
+    if c.get("n_samples") is not None:
+        where += f" and {c['n_samples']} shared samples"
+    left = "".join(f"<li>{e(x)}</li>" for x in c["left_out"])
+    return (
+        f'<p id="compare-note">{e(where)}; differences are {e(c["sign"])} (the first run is '
+        f"the baseline).</p>" + (f'<ul id="left-out">{left}</ul>' if left else "")
     )
 
 
@@ -161,20 +188,24 @@ def _table2(doc: dict[str, Any]) -> str:
             f'<tr><td class="l">{e(s["label"])} <span class="se">{e(s["kind"])}'
             f"</span></td>{''.join(cells)}</tr>"
         )
-    if len(series) > 1:
-        a, cells = series[0]["table2"], []
+    base = reference_series(series)
+    for cand in (s for s in series if base is not None and s is not base):
+        cells = []
         for key in (fig.key for fig in table2_figures()):
-            x, y = a.get(key), series[1]["table2"].get(key)
+            x, y = cand["table2"].get(key), base["table2"].get(key)
             ok = x and y and x.get("value") is not None and y.get("value") is not None
-            cells.append(f"<td>{f(x['value'] - y['value'], signed=True) if ok else 'n/a'}</td>")
+            digits = 1 if key == "mixed_cell_rate" else 3
+            diff = f(x["value"] - y["value"], digits, signed=True) if ok else "n/a"
+            cells.append(f"<td>{diff}</td>")
         rows.append(
-            f'<tr><td class="l">{e(series[0]["label"])} − {e(series[1]["label"])}</td>'
+            f'<tr class="diff"><td class="l">{e(cand["label"])} − {e(base["label"])}</td>'
             f"{''.join(cells)}</tr>"
         )
     rows.append(
         '</table><p class="note">± : bootstrap SE over samples. RAS, ΔS, ΔC: means '
         "over every clean-corrupted pair; R_c / R_w: over clean-correct / clean-wrong "
-        "pairs; Mixed: % of cells with R_c &lt; 0 and R_w &gt; 0.</p>"
+        "pairs; Mixed: % of cells with R_c &lt; 0 and R_w &gt; 0 (a cell R within 1e-6 of 0 "
+        "has no sign). Differences: candidate − baseline.</p>"
     )
     return "\n".join(rows)
 
@@ -407,10 +438,17 @@ def _drilldown(doc: dict[str, Any], note: str | None) -> str:
             for k in range(len(it["p_clean"]))
         )
         base = it.get("baseline_mean_ras")
+        v = it.get("vsi")
+        vsi_line = (
+            f'<p class="card-vsi">VSI (the gate\'s support): baseline {f(v["baseline"], 4)} → '
+            f"current {f(v['current'], 4)} (insensitive below {VSI_INSENSITIVE:g})</p>"
+            if v
+            else ""
+        )
         out.append(
             f'<div class="card" id="sample-{e(it["id"])}" data-cell="{e(cell)}" '
             f'data-cell-basis="{e(basis)}"><b>{e(it["id"])}</b> '
-            f'<span class="se">{e(it["why"])}</span>{imgs}{which}'
+            f'<span class="se">{e(it["why"])}</span>{imgs}{which}{vsi_line}'
             f"<p>{e(it.get('question') or '(question not available)')}</p>"
             f'<div class="opt"><span></span><span></span><span class="se">clean</span>'
             f'<span class="se">{e(cell)}</span>{grid}</div>'
@@ -469,7 +507,8 @@ def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None 
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<title>{e(doc["title"])}</title><meta name="generator" content="{e(doc["schema"])}">'
         f"<style>{CSS}</style></head><body><header><h1>{e(doc['title'])}</h1><p>{meta}</p>"
-        f"<p>{e(doc.get('baseline_note', ''))}</p></header><nav>{nav}</nav><main>"
+        f"<p>{e(doc.get('baseline_note', ''))}</p>{_compare_note(doc)}</header>"
+        f"<nav>{nav}</nav><main>"
         + "\n".join(body)
         + f'</main><footer class="note" style="padding:0 24px 20px">{e(doc["schema"])} · '
         "the same numbers are in report.json</footer></body></html>\n"

@@ -8,6 +8,7 @@ overlaid dashed, so a figure and ``report.json`` cannot disagree. Output is dete
 
 from __future__ import annotations
 
+import html
 import io
 import math
 from collections.abc import Callable
@@ -16,7 +17,10 @@ from typing import Any
 import numpy as np
 
 from benchc import spec
+from benchc.report.fmt import reference_series
 
+#: Font size of a heatmap cell's label (its value, and its change under a candidate).
+HEAT_LABEL_PT = 8.0
 #: One colour per series, first = the run under report.
 PALETTE = ("#1f77b4", "#222222", "#d62728", "#2ca02c", "#9467bd", "#8c564b")
 STATUS_COLOURS = {"fail": "#d62728", "improved": "#2ca02c", "pass": "#bbbbbb"}
@@ -46,11 +50,24 @@ def _plt():
     return plt
 
 
+def _lift_suptitle(fig: Any) -> None:
+    """Put the figure title above every panel's own title and labels: a fixed ``y`` overlaps
+    them on a short figure (a small grid's heatmap, Fig. 5, Fig. 7)."""
+    title = fig._suptitle
+    if title is None or not fig.axes:
+        return
+    renderer = fig.canvas.get_renderer()
+    top = max(ax.get_tightbbox(renderer).y1 for ax in fig.axes if ax.get_visible())
+    title.set_y(top / fig.bbox.height + 0.02)
+    title.set_verticalalignment("bottom")
+
+
 def _svg(fig: Any, salt: str) -> str:
     """The figure as an inline ``<svg>`` element (no XML prolog), deterministic."""
     import matplotlib
 
     plt = _plt()
+    _lift_suptitle(fig)
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"benchc-{salt}"}):
         fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
@@ -78,6 +95,21 @@ def _v(x: Any) -> float:
 
 
 # -- corruption x severity heatmaps -----------------------------------------------------------
+#: Signed alignment figures: their colour scales are centred on 0 (white = no change).
+SIGNED = ("ras", "r_c", "r_w")
+
+
+def heat_limits(figure: str, series: list[dict[str, Any]]) -> tuple[float, float]:
+    """A heatmap's colour range: [0, 1] for a share; for a signed figure symmetric about 0,
+    wide enough for every series' cells (at least ±0.2, in steps of 0.1)."""
+    if figure not in SIGNED:
+        return 0.0, 1.0
+    vals = [_v(v) for s in series for v in s["cells"][figure].values()]
+    top = max((abs(v) for v in vals if not math.isnan(v)), default=0.2)
+    hi = math.ceil(max(top, 0.2) * 10 - 1e-9) / 10
+    return -hi, hi
+
+
 def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
     """One panel per series: rows = corruptions grouped by family, columns = severities.
 
@@ -90,14 +122,16 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
     rows = [c for f in fams for c in fams[f]]
     sevs = axes_info["severities"]
     series = [s for s in doc["series"] if s.get("cells") and s["cells"].get(figure)]
-    lo, hi = (-0.6, 0.2) if figure in ("ras", "r_c", "r_w") else (0.0, 1.0)
-    cmap = "RdBu" if figure in ("ras", "r_c", "r_w") else "viridis"
+    lo, hi = heat_limits(figure, series)
+    cmap = "RdBu" if figure in SIGNED else "viridis"
     n_p = max(1, len(series))
+    # cell labels at 8 pt (two lines with a difference): readable on a 95-cell grid too
     fig, axes = plt.subplots(
-        1, n_p, figsize=(1.1 + 2.3 * n_p, 0.26 * len(rows) + 1.4), squeeze=False
+        1, n_p, figsize=(1.4 + 3.0 * n_p, 0.42 * len(rows) + 1.4), squeeze=False
     )
     status = doc.get("cell_status", {})
-    ref = series[1]["cells"][figure] if len(series) > 1 else None
+    base = reference_series(series)
+    ref = base["cells"][figure] if base is not None else None
     im = None
     for p, (ax, s) in enumerate(zip(axes[0], series, strict=False)):
         vals = s["cells"][figure]
@@ -108,9 +142,11 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
                 key = f"{c}-{sev}"
                 v = m[r, j]
                 text = "–" if math.isnan(v) else f"{v:.2f}"
-                if p == 0 and ref is not None and ref.get(key) is not None and not math.isnan(v):
-                    text += f"\n{v - ref[key]:+.2f}"
-                ax.text(j, r, text, ha="center", va="center", fontsize=5.2, color="black")
+                if s is not base and ref is not None and ref.get(key) is not None:
+                    if not math.isnan(v):  # candidate − baseline, under the candidate's value
+                        text += f"\n{v - ref[key]:+.2f}"
+                ax.text(j, r, text, ha="center", va="center", fontsize=HEAT_LABEL_PT,
+                        color="black", linespacing=1.0)  # fmt: skip
                 st = status.get(key) if p == 0 else None
                 if st in ("fail", "improved"):
                     ax.add_patch(
@@ -402,20 +438,46 @@ def vsi_distribution(doc: dict[str, Any], threshold: float) -> str:
     return _svg(fig, "vsi-dist")
 
 
+def _no_gap_note(blocks: list[dict[str, Any]]) -> str:
+    """Fig. 2 with no gap to draw (no series has a probe accuracy on the low-VSI pool, so no
+    gap): a note saying why, per series, instead of a plot of empty bars."""
+    why = []
+    for s in blocks:
+        g, missing = s["vsi"]["gap"], s["vsi"].get("missing") or []
+        tower = [m for m in missing if m.startswith("vision tower")]
+        reason = (
+            tower[0]
+            if tower
+            else (
+                f"{g.get('n_low')} samples in the low-VSI pool: too few images for the probe's "
+                "5 grouped folds"
+            )
+        )
+        change = g.get("change_low")
+        rate = "" if change is None else f", argmax change rate on the pool {change:.3f}"
+        why.append(f"{s['label']}: {reason}{rate}")
+    return (
+        '<p class="note fig-note">Encoder-LLM disconnect (VSI Fig. 2) not drawn: no series has '
+        "a probe accuracy on the low-VSI pool, so no gap (" + html.escape("; ".join(why)) + ").</p>"
+    )
+
+
 def vsi_gap(doc: dict[str, Any]) -> str:
     """Probe accuracy vs argmax change rate on the low-VSI pool, with the matched high-VSI
     control and the encoder-LLM gap bracket (VSI Fig. 2 / Table 2), one group per series: the
     bracket spans exactly the two bars it subtracts."""
     plt = _plt()
     blocks = [s for s in doc["series"] if s.get("vsi")]
-    fig, ax = plt.subplots(figsize=(1.6 + 1.9 * max(1, len(blocks)), 2.8))
-    width = 0.2
     parts = (
         ("probe_low", "probe acc, low VSI", "#1f77b4"),
         ("change_low", "Δargmax, low VSI", "#ff7f0e"),
         ("probe_high", "probe acc, high VSI", "#aec7e8"),
         ("change_high", "Δargmax, high VSI", "#ffbb78"),
     )
+    if not any(s["vsi"]["gap"].get("probe_low") is not None for s in blocks):
+        return _no_gap_note(blocks)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.9 * max(1, len(blocks)), 2.8))
+    width = 0.2
     for g, s in enumerate(blocks):
         gap = s["vsi"]["gap"]
         for k, (key, label, colour) in enumerate(parts):
@@ -496,7 +558,7 @@ PLOTS: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
     "heatmap-ras": (
         "heatmaps",
         "Mean RAS per corruption x severity cell; frames: failed (red) or improved "
-        "(green) cell gates; second line: change vs the overlaid series.",
+        "(green) cell gates; second line under a candidate: its change, candidate − baseline.",
         lambda d: heatmap(d, "ras", "RAS by corruption and severity"),
     ),
     "heatmap-accuracy": (

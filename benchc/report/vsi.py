@@ -57,6 +57,14 @@ def run_evidence(run: StoredRun, support: str = spec.VSI_SUPPORT) -> VSIEvidence
     return VSIEvidence.from_run(run.vsi, list(ids), support=support)
 
 
+def vsi_by_id(run: StoredRun | None, support: str = spec.VSI_SUPPORT) -> dict[str, float]:
+    """Each VSI sample's VSI on ``support`` by sample id (empty without VSI arrays)."""
+    if run is None or run.vsi is None:
+        return {}
+    ids = run.vsi_ids if run.vsi_ids is not None else run.ids
+    return dict(zip(ids, vsi_values(run.vsi, support).tolist(), strict=True))
+
+
 def on_pool(ev: VSIEvidence, ref: VSIEvidence | None) -> tuple[VSIEvidence, str]:
     """``ev`` read on ``ref``'s pool, as a gate reads the current run on the baseline's (same
     ids needed); its own pool otherwise. Returns the evidence and where its pool came from."""
@@ -178,11 +186,15 @@ def vsi_block(
     variants = {}
     for sup, name in names.items():
         figs = own[sup].figures()
+        gated = sup == support
         variants[name] = {
-            "gated": sup == support,
+            "gated": gated,
             **rows[sup],
             "insensitive_fraction": _num(figs["insensitive_fraction"]),
-            "gap": _num(figs["gap"]),
+            # the gated support's gap is the gate's and Table 2's (read on the reference
+            # pool); the other support's is read on its own pool, and says so
+            "gap": _num(fig["gap"] if gated else figs["gap"]),
+            "gap_pool": source if gated else "own",
         }
     table1 = [{"variant": "region blur", **rows[support]}]
     if "vsi_whole" in a:
@@ -198,7 +210,7 @@ def vsi_block(
         "median": _num(np.median(vsi)),
         "insensitive_fraction": _num(fig["insensitive_fraction"]),
         "values": [_num(round(float(v), 6)) for v in vsi],
-        "variant": f"vsi_top{k}" if k else "vsi_top50" if support == "top50" else "vsi",
+        "variant": f"vsi_top{k} (estimated)" if k else "vsi_top50" if support == "top50" else "vsi",
         "support": support,
         "sklearn": sklearn.__version__,
         "variants": variants,

@@ -65,15 +65,17 @@ def supports(doc: dict[str, Any]) -> str:
     """Both VSI supports side by side; the gated one marked."""
     rows = [
         [e(label), e(sup), f(r["median"], 4), pct(r["insensitive_fraction"]),
-         f(r["gap"], signed=True), "gated" if r["gated"] else "reported"]
+         f(r["gap"], signed=True), e(_POOL.get(r.get("gap_pool", "own"), r.get("gap_pool"))),
+         "gated" if r["gated"] else "reported"]
         for label, v in _series(doc)
         for sup, r in (v.get("variants") or {}).items()
     ]  # fmt: skip
-    heads = ["<series", "<support", "median", "insensitive", "gap", "<gates"]
+    heads = ["<series", "<support", "median", "insensitive", "gap", "<gap's pool", "<gates"]
     return _table("vsi-supports", heads, rows,
                   "full: KL over the whole vocabulary; top50: over the union of both top-50 "
-                  "supports (the VSI paper's reported numbers); <code>--vsi-support</code> picks "
-                  "the gated one.")  # fmt: skip
+                  "supports, each side's own probabilities (the VSI paper's reported numbers; a "
+                  "server's top-k is estimated and named so); <code>--vsi-support</code> picks "
+                  "the gated one, whose gap is the gate's and Table 2's.")  # fmt: skip
 
 
 def _pm(g: dict[str, Any], key: str) -> str:

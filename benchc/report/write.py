@@ -18,8 +18,10 @@ from benchc.fsutil import display_path
 from benchc.gates.snapshot import model_slug, recorded_vsi_support
 from benchc.report import agreement, data, drill, page, plots
 from benchc.report import baseline as snap
+from benchc.report.compare import CompareError, shared
+from benchc.report.vsi import vsi_by_id
 from benchc.results.reader import StoredRun, read_run
-from benchc.results.store import atomic_write_text
+from benchc.results.store import StoreError, atomic_write_text
 
 HTML = "report.html"
 JSON = "report.json"
@@ -27,25 +29,44 @@ NO_VERDICTS = "no gate verdicts available"
 
 
 def offline_verdicts(
-    run_dir: Path, thresholds_dir: Path, vsi_dir: Path | None = None
+    run_dir: Path, folder: Path, vsi_dir: Path | None = None
 ) -> tuple[list[dict] | None, str]:
-    """The gates' verdicts for a stored run (and its VSI run), from the gates' own code when it
-    offers them."""
+    """The gates' verdicts for a stored run (and its VSI run) against the baseline ``folder``,
+    from the gates' own code when it offers them."""
     try:
         from benchc.suite.verdicts import collect  # provided by the gates (issue 10)
     except ImportError:
         return None, f"{NO_VERDICTS}: this benchc cannot re-check gates offline"
     return list(
-        collect(Path(run_dir), Path(thresholds_dir), vsi_dir=vsi_dir)
-    ), f"gates checked against {display_path(thresholds_dir)}"
+        collect(Path(run_dir), Path(folder).parent, vsi_dir=vsi_dir, baseline_folder=Path(folder))
+    ), f"gates checked against baseline {Path(folder).name} ({display_path(folder)})"
 
 
-def record_command_for(run: StoredRun, thresholds_dir: Path | None = None) -> str:
+def baseline_folder_for(run: StoredRun, baseline: Path) -> Path:
+    """``--baseline DIR`` of ``benchc report``: a baseline folder itself (it holds snapshots),
+    else a thresholds folder holding one named after the run's model."""
+    from benchc.gates.baselines import is_baseline_folder
+
+    baseline = Path(baseline)
+    return baseline if is_baseline_folder(baseline) else baseline / model_slug(run.model_name)
+
+
+def record_command_for(
+    run: StoredRun,
+    thresholds_dir: Path | None = None,
+    folder: Path | None = None,
+    vsi_dir: Path | None = None,
+) -> str:
     """The command that re-records this run's baseline: the gates' one builder
     (:func:`benchc.suite.gate.run_record_command`) on the run's manifest."""
     from benchc.suite.gate import run_record_command
 
-    return run_record_command(run, thresholds_dir)
+    vsi = None
+    if vsi_dir is not None:
+        from benchc.results.store import read_manifest
+
+        vsi = read_manifest(Path(vsi_dir)).get("dataset_spec")
+    return run_record_command(run, thresholds_dir, baseline_folder=folder, vsi_dataset=vsi)
 
 
 def _write(doc: dict[str, Any], out_dir: Path, drill_note: str | None) -> Path:
@@ -65,6 +86,24 @@ def _write(doc: dict[str, Any], out_dir: Path, drill_note: str | None) -> Path:
     return out_dir / HTML
 
 
+def _vsi_pair(
+    run: StoredRun,
+    base: snap.SnapshotBaseline | None,
+    base_run: StoredRun | None,
+    support: str,
+) -> tuple[dict[str, float], dict[str, float]] | None:
+    """(baseline, current) per-sample VSI on the gated support, for drill-down cards."""
+    current = vsi_by_id(run, support)
+    if not current:
+        return None
+    baseline = vsi_by_id(base_run, support)
+    if not baseline and base is not None and not base.empty:
+        ev = snap.baseline_vsi_evidence(base)
+        if ev is not None:
+            baseline = dict(zip(ev.ids, ev.vsi.tolist(), strict=True))
+    return baseline, current
+
+
 def write_report(
     run_dir: Path,
     out_dir: Path,
@@ -77,8 +116,12 @@ def write_report(
     n_boot: int = data.N_BOOT,
     vsi_dir: Path | None = None,
     vsi_support: str | None = None,
+    baseline_folder: Path | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
+
+    The baseline is ``baseline_folder`` when given, else ``thresholds_dir`` itself when it is a
+    baseline folder, else the folder named after the run's model inside it.
 
     ``verdicts``: the gate verdict dicts of this run (pytest passes what its gates produced);
     None with a ``thresholds_dir`` asks the gates to re-check the stored run offline. The
@@ -87,21 +130,24 @@ def write_report(
     the VSI the gates read (default: what the snapshots were recorded with, docs/spec.md §5).
     """
     run = read_run(run_dir, vsi_dir=vsi_dir)
+    folder = baseline_folder
+    if folder is None and thresholds_dir is not None:
+        folder = baseline_folder_for(run, Path(thresholds_dir))
     if vsi_support is None:
-        vsi_support = (
-            recorded_vsi_support(Path(thresholds_dir) / model_slug(run.model_name))
-            if thresholds_dir is not None
-            else spec.VSI_SUPPORT
-        )
-    base = snap.read_snapshots(thresholds_dir, run.model_name) if thresholds_dir else None
+        vsi_support = recorded_vsi_support(folder) if folder is not None else spec.VSI_SUPPORT
+    base = snap.read_folder(folder) if folder is not None else None
     base_run = snap.evidence_run(base) if base is not None and not base.empty else None
-    if verdicts is None and thresholds_dir is not None:
-        verdicts, verdict_note = offline_verdicts(run.path, thresholds_dir, vsi_dir)
+    if verdicts is None and folder is not None:
+        verdicts, verdict_note = offline_verdicts(run.path, folder, vsi_dir)
     elif verdicts is None:
         verdict_note = verdict_note or f"{NO_VERDICTS} (no --baseline thresholds given)"
     picks = drill.pick_samples(run, verdicts=verdicts, other=base_run, other_label="the baseline")
     items, note = drill.drilldown(
-        run, picks, baseline_ras=drill.mean_ras_by_id(base_run, run), images=images
+        run,
+        picks,
+        baseline_ras=drill.mean_ras_by_id(base_run, run),
+        images=images,
+        vsi=_vsi_pair(run, base, base_run, vsi_support),
     )
     doc = data.build(
         [run],
@@ -109,12 +155,35 @@ def write_report(
         baseline_run=base_run,
         verdicts=verdicts,
         verdict_note=verdict_note,
-        record_command=record_command or record_command_for(run, thresholds_dir),
+        record_command=record_command or record_command_for(run, thresholds_dir, folder, vsi_dir),
         drilldown=items,
         n_boot=n_boot,
         vsi_support=vsi_support,
     )
+    if folder is not None:
+        doc["baseline_note"] += environment_note(folder, run)
     return _write(doc, out_dir, note)
+
+
+def _read(run_dir: Path, vsi_dir: Path | None) -> StoredRun:
+    """A stored run; any failure to read it is a :class:`StoreError` naming the folder (a
+    damaged or foreign store), so a later error is never mistaken for one."""
+    try:
+        return read_run(run_dir, vsi_dir=vsi_dir)
+    except StoreError:
+        raise
+    except ValueError as exc:
+        raise StoreError(f"{display_path(run_dir)}: {exc}") from exc
+
+
+def environment_note(folder: Path, run: StoredRun) -> str:
+    """``"; recorded in another environment: torch 2.12.0 -> 2.13.0"`` or ``""``."""
+    from benchc import provenance
+    from benchc.gates.baselines import read_manifest
+
+    was, now = read_manifest(folder).get("environment"), run.manifest.get("environment")
+    diff = provenance.differences(was, now) if now else []
+    return f"; recorded in another environment: {', '.join(diff)}" if diff else ""
 
 
 def compare_runs(
@@ -131,9 +200,16 @@ def compare_runs(
     their cross-run agreement (:mod:`benchc.report.agreement`; ``n_permutations``: the VSI
     permutation test's shuffles, the paper's 10^5 unless a test asks for fewer)."""
     if len(run_dirs) < 2:
-        raise ValueError("compare needs at least two runs")
+        raise CompareError(f"compare needs at least two runs, got {len(run_dirs)}")
     vsi_dirs = list(vsi_dirs) if vsi_dirs is not None else [None] * len(run_dirs)
-    runs = [read_run(p, vsi_dir=v) for p, v in zip(run_dirs, vsi_dirs, strict=True)]
+    if len(vsi_dirs) != len(run_dirs):
+        raise CompareError(f"{len(vsi_dirs)} VSI folders for {len(run_dirs)} runs")
+    if labels is not None and len(labels) != len(run_dirs):
+        raise CompareError(f"{len(labels)} labels for {len(run_dirs)} runs")
+    runs = [_read(p, v) for p, v in zip(run_dirs, vsi_dirs, strict=True)]
+    # the runs on what they all have (cells, samples), what was left out said on the page
+    common = shared(runs, list(labels) if labels else data.default_labels(runs))
+    runs = common.runs
     picks = drill.pick_samples(runs[0], other=runs[1])
     items, note = drill.drilldown(runs[0], picks, images=images)
     doc = data.build(
@@ -143,6 +219,7 @@ def compare_runs(
         drilldown=items,
         n_boot=n_boot,
     )
+    doc["compare"] = common.block()
     labels = [sr["label"] for sr in doc["series"][: len(runs)]]
     doc["agreement"] = agreement.block(runs, labels, n_resamples=n_permutations)
     return _write(doc, out_dir, note)

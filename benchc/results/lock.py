@@ -9,6 +9,11 @@ on stderr and gives up after a bounded timeout (``BENCHC_LOCK_TIMEOUT`` or ``--l
 default 600 s) with an error naming the file and the holder. A live holder on this host is
 waited for as long as its heartbeat is fresh; a holder whose heartbeat stopped (a stopped
 process) is waited for at most the timeout too.
+
+Why not ``filelock``: its heartbeat lease (``SoftFileLease``) gives the lock to a peer once the
+lease expires even while the holder still runs (a stalled holder: two writers), and its flock
+``FileLock`` records no owner to name in the timeout error; benchmarks/filelock_lease.py shows
+the first.
 """
 
 from __future__ import annotations

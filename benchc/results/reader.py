@@ -1,7 +1,7 @@
 """The one reader of a finished (or partial) run folder, for the suite and the report alike.
 
 A run folder holds ``manifest.json``, the per-sample table ``samples.npz``, one ``<condition>.npz``
-of option logits per finished condition and, once the VSI cases ran, ``vsi-blur*.npz``.
+of option logits per finished condition and, once the VSI cases ran, ``vsi-aligned*.npz``.
 Knowing those names in one place means the suite that writes them and every reader of a stored
 run (``benchc report``, ``benchc compare``, ``pytest --report``) cannot drift apart. Arrays are
 read through :func:`benchc.results.store.load_npz` and the manifest through
@@ -25,8 +25,10 @@ from benchc.results.store import StoreError, load_npz, read_manifest
 
 #: Stored name of the per-sample table (ids, answers, option counts).
 SAMPLES = "samples"
-#: Stored name of the VSI arrays; ``<VSI>.<locator slug>`` under ``--region-locator``.
-VSI = "vsi-blur"
+#: Stored name of the VSI arrays; ``<VSI>.<locator slug>`` under ``--region-locator``. Arrays
+#: stored as ``vsi-blur`` hold the 1e-12-floored top-50 VSI (before docs/spec.md §5's aligned
+#: support): not read, so a rerun recomputes them instead of gating on the old definition.
+VSI = "vsi-aligned"
 #: The name before the whole-image pass existed (region blur only): still read, and the report
 #: says what such a run lacks.
 LEGACY_VSI = "vsi-region-blur"

@@ -19,9 +19,12 @@ from benchc.suite.run import SuiteRun
 
 
 def run_info(run: SuiteRun) -> dict[str, Any]:
-    """Settings that make two payloads comparable (see ``benchc.gates.pipeline.SETTINGS_KEYS``)."""
+    """Settings that make two payloads comparable (see ``benchc.gates.pipeline.SETTINGS_KEYS``);
+    a ``--limit`` run names the whole dataset (its gates compare the samples both sides hold)."""
+    from benchc.suite.session import source_fingerprint
+
     return {
-        "dataset_fingerprint": run.dataset.fingerprint,
+        "dataset_fingerprint": source_fingerprint(run.dataset.fingerprint),
         "image_size": run.image_size,
         "seed": run.cfg.seed,
     }

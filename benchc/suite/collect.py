@@ -113,8 +113,9 @@ def mark_case(item: pytest.Item) -> None:
 
 
 def shape(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Drop the ``--per-sample`` placeholders and give every case its keywords and marker."""
-    deselect(config, items, [i for i in items if PER_SAMPLE_OFF in i.name])
+    """Drop the ``--per-sample`` placeholders (not a user's deselection: never counted as
+    ``deselected``) and give every case its keywords and marker."""
+    items[:] = [i for i in items if PER_SAMPLE_OFF not in i.name]
     for item in items:
         mark_case(item)
 
@@ -175,10 +176,23 @@ def prepare(
 
 
 def _load(config: pytest.Config, items: list[pytest.Item], state: SuiteSession) -> None:
+    from benchc.suite.preflight import check_baseline
+
     state.planned_conditions = planned_conditions(items, state.cfg.conditions)
     _ = state.dataset
+    suite = [i for i in items if is_suite_item(i)]
+    vsi = any("benchc_vsi_figure" in _params(i) for i in suite)
+    check = dict(
+        update=bool(config.getoption("update_snapshots", False)),
+        grid=any("benchc_vsi_figure" not in _params(i) for i in suite),
+        vsi=vsi,
+    )
+    if state.cfg.baseline is not None:  # named: checked before the model loads
+        check_baseline(state, **check)
     _ = state.backend
     check_model_inputs(state)
+    if state.cfg.baseline is None:  # the model's own name: known once it loaded
+        check_baseline(state, **check)
     drop_skipped_sample_cases(config, items, state)
     if any("benchc_vsi_figure" in _params(i) for i in items):
         _ = state.vsi_run  # the VSI gates' dataset: its errors come before any case too

@@ -52,10 +52,16 @@ class SuiteConfig:
     batch_size: int | None = _d("batch_size")
     device: str = _d("device")
     dtype: str | None = _d("dtype")
+    progress: str = _d("progress")  # benchc.suite.progress
     seed: int = _d("seed")
     results_dir: Path = _d("results_dir")  # noqa: RUF009 (a Path is immutable)
     cache_dir: Path | None = _d("cache_dir")  # noqa: RUF009 (a Path is immutable)
     thresholds_dir: Path = _d("thresholds_dir")  # noqa: RUF009 (a Path is immutable)
+    #: The baseline gated against: a name inside ``thresholds_dir`` or an absolute folder
+    #: (None: the model's own name, :mod:`benchc.gates.baselines`).
+    baseline: str | None = _d("baseline")
+    #: Smoke run: the dataset's first N samples only (None: all).
+    limit: int | None = _d("limit")
     report: Path | None = _d("report")  # noqa: RUF009 (a Path is immutable)
     per_sample: bool = _d("per_sample")
     #: VSI region for samples without an annotation (docs/spec.md §5): a locator name or
@@ -76,6 +82,13 @@ class SuiteConfig:
     allow_outside_root: bool = _d("allow_outside_root")
     #: Seconds to wait for a results lock held by another host (None: BENCHC_LOCK_TIMEOUT/600).
     lock_timeout: float | None = _d("lock_timeout")
+    #: ``--dataset-args``: dataset field -> column of a Hugging Face / Hub dataset.
+    dataset_args: dict[str, str] = field(default_factory=dict)
+    #: After the run (docs/guides/exporters.md): the per-sample log and the exporters' targets.
+    log_samples: bool = _d("log_samples")
+    wandb: str | None = _d("wandb")
+    mlflow: str | None = _d("mlflow")
+    push_to_hub: str | None = _d("push_to_hub")
 
     @property
     def conditions(self) -> list[str]:

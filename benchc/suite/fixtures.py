@@ -35,8 +35,14 @@ def benchc_run(benchc_session: SuiteSession, pytestconfig: pytest.Config) -> Ite
     """The model under test on the dataset, backed by the results store (one per process)."""
     run = benchc_session.run
     pytestconfig.stash[RUN_DIRS].add(str(run.store.run_dir))
-    if xdist.worker_id(pytestconfig) is None:  # xdist workers are the parallelism already
+    worker = xdist.worker_id(pytestconfig)
+    if worker is None:  # xdist workers are the parallelism already
         run.start_prefetch(benchc_session.planned_conditions)
+    from benchc.suite.progress import for_session
+
+    # an xdist worker does not know its share of the cells: queries and rate, no ETA
+    total = None if worker else run.pending_queries(benchc_session.planned_conditions)
+    run.attach_progress(for_session(pytestconfig, benchc_session.cfg.progress, total, worker))
     yield run
     run.stop_prefetch()
 

@@ -27,34 +27,52 @@ from benchc.gates import (
     pipeline,
     sidecar,
 )
+from benchc.gates.baselines import BaselineRef
 from benchc.gates.check import Verdict
 from benchc.gates.rules import check_rules, default_rules, merge_rules
 from benchc.gates.samples import SampleVerdict, sample_verdicts
 from benchc.gates.snapshot import cell_file, load_baseline, model_slug, recorded_vsi_support
 from benchc.results.reader import StoredRun
 from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
+from benchc.suite.messages import command
+from benchc.suite.recording import cause, remedy
 
 
-def record_command(cfg: SuiteConfig) -> str:
-    """The one command that records this model's thresholds
-    (:func:`benchc.gates.pipeline.record_command` on this run's selection)."""
-    settings = {k: getattr(cfg, k) for k in pipeline.RECORD_SETTINGS}
-    return pipeline.record_command(settings, defaults=_DEFAULTS)
+def record_command(cfg: SuiteConfig, *, extra: tuple[str, ...] = ()) -> str:
+    """The command that records this run's baseline (every comparability setting and the
+    baseline's name: :func:`benchc.suite.messages.command`)."""
+    return command(cfg, update=True, extra=extra)
 
 
-def run_record_command(run: StoredRun, thresholds_dir: Path | None = None) -> str:
+def run_record_command(
+    run: StoredRun,
+    thresholds_dir: Path | None = None,
+    *,
+    baseline_folder: Path | None = None,
+    vsi_dataset: str | None = None,
+) -> str:
     """The same command for a stored run, from its manifest (``benchc report``)."""
     m = run.manifest
     settings = {
         "model": m.get("model_spec"), "dataset": m.get("dataset_spec"),
         "corruptions": run.corruptions or None, "severities": run.severities or None,
         "image_size": m.get("settings", {}).get("image_size"), "seed": run.seed,
-        "thresholds_dir": thresholds_dir,
+        "thresholds_dir": thresholds_dir, "results_dir": run.path.parent.parent,
+        "model_args": m.get("model_args"), "vsi_dataset": vsi_dataset,
     }  # fmt: skip
-    if thresholds_dir is not None:  # keep the VSI variant the snapshots gate
-        settings["vsi_support"] = recorded_vsi_support(
-            Path(thresholds_dir) / model_slug(run.model_name)
-        )
+    folder = baseline_folder
+    if folder is None and thresholds_dir is not None:
+        folder = Path(thresholds_dir) / model_slug(run.model_name)
+    if folder is not None:  # keep the VSI variant the snapshots gate, and the baseline's name
+        settings["vsi_support"] = recorded_vsi_support(folder)
+        if baseline_folder is not None:
+            settings["thresholds_dir"] = folder.parent
+            settings["baseline"] = folder.name
+        if folder.name != model_slug(run.model_name):  # a candidate: record the release
+            from benchc.gates.baselines import read_manifest
+            from benchc.suite.messages import RELEASED
+
+            settings["model"] = read_manifest(folder).get("model") or RELEASED
     return pipeline.record_command(settings, defaults=_DEFAULTS)
 
 
@@ -78,9 +96,11 @@ class GateCheck:
         budget: ErrorBudget,
         strict: bool = False,
         sink: Sink | None = None,
+        baseline_ref: BaselineRef | None = None,
     ) -> None:
         self.snapshot, self.cfg, self.node, self.update = snapshot, cfg, node, update
         self.budget, self.strict, self.sink = budget, strict, sink
+        self.baseline_ref = baseline_ref
 
     @property
     def z_for(self):
@@ -115,12 +135,7 @@ class GateCheck:
             self._record(payload, baseline)
             return
         if baseline is None:
-            pytest.fail(
-                f"no threshold snapshot for model {payload.model!r} case {payload.scope} "
-                f"(expected {self.path}).\nRecord the current figures as the baseline with:\n"
-                f"    {record_command(self.cfg)}",
-                pytrace=False,
-            )
+            pytest.fail(self._missing(payload.scope), pytrace=False)
         result = pipeline.check_case(
             baseline, payload, z_for=self.z_for, seed=self.cfg.seed, where=str(self.path)
         )
@@ -128,8 +143,9 @@ class GateCheck:
             key, old, new = result.mismatch[0]
             pytest.fail(
                 f"threshold snapshot {self.path} was recorded with {key}={old!r}, this run "
-                f"has {key}={new!r}; the figures are not comparable. Re-record with:\n"
-                f"    {record_command(self.cfg)}",
+                f"has {key}={new!r}; the figures are not comparable. Re-record baseline "
+                f"'{self.ref.name}' from the released checkpoint with:\n"
+                f"    {self._record_release()}",
                 pytrace=False,
             )
         if result.verdict is None:
@@ -139,19 +155,57 @@ class GateCheck:
         failed = verdict.by_status("fail")
         if failed:
             lines = [line for o in failed for line in describe(o, payload)]
-            lines.append(f"snapshot: {self.path}")
+            lines.append(f"snapshot: {self.path} (baseline {self.ref.label})")
+            samples = {"cell": f"test_sample and {payload.scope}", "model": "test_sample",
+                       "family": f"test_sample and family:{payload.scope}"}  # fmt: skip
+            if payload.level in samples:  # the gate's samples, one case each
+                extra = ("--per-sample", "-k", samples[payload.level])
+                lines.append("drill down: " + command(self.cfg, extra=extra))
             lines.append(
-                "if this change is intended, record it: "
-                f"{record_command(self.cfg)} -k '{self.node.name}'"
+                f"if this change is intended and this checkpoint becomes baseline "
+                f"'{self.ref.name}': {record_command(self.cfg, extra=('-k', self.node.name))}"
             )
             pytest.fail("\n".join(lines), pytrace=False)
         unchecked = verdict.by_status("unchecked")
         if unchecked:
             text = "; ".join(f"{o.spec.name}: {o.reason}" for o in unchecked)
             if self.strict:
-                pytest.fail(f"gate(s) could not be checked (--strict-gates): {text}", False)
+                fixes = [
+                    f"{cause(o.spec.name, o.reason, baseline)}\nfix: "
+                    f"{remedy(o.spec.name, o.reason, self.path, baseline)}"
+                    for o in unchecked
+                    if "undefined on the baseline" in (o.reason or "")
+                ]
+                pytest.fail(
+                    f"gate(s) could not be checked (--strict-gates): {text}\n" + "\n".join(fixes),
+                    False,
+                )
             if len(unchecked) == len(verdict.outcomes):
                 pytest.skip(f"gate(s) could not be checked: {text}")
+
+    @property
+    def ref(self) -> BaselineRef:
+        """The baseline this case is checked against (its folder is :attr:`path`'s)."""
+        if self.baseline_ref is not None:
+            return self.baseline_ref
+        return BaselineRef(self.path.parent.name, self.path.parent)
+
+    def _record_release(self) -> str:
+        from benchc.gates.baselines import read_manifest
+        from benchc.suite.messages import record_release
+
+        model = self.cfg.model if self.ref.given is None else None
+        model = model or read_manifest(self.ref.folder).get("model")
+        return record_release(self.cfg, self.ref, model)
+
+    def _missing(self, scope: str) -> str:
+        """A case the baseline has no snapshot of (the baseline itself exists: the run checked
+        that before loading anything)."""
+        return (
+            f"baseline {self.ref.label} has no snapshot of case {scope} (expected "
+            f"{self.path}): it was recorded over other cells. Record them from the released "
+            f"checkpoint:\n    {self._record_release()}"
+        )
 
     def unchecked(self, level: str, figure: str, reason: str) -> None:
         """Record a gate that could not even build its payload (it still gets a summary
@@ -200,6 +254,13 @@ class GateCheck:
         if payload.evidence is not None:
             sidecar.save(self.path.parent, payload.evidence)
         assert self.snapshot == payload
+        if self.sink is not None:
+            from benchc.suite.recording import recorded_records
+
+            for record in recorded_records(
+                self.node.name, payload, self.path, z_for=self.z_for, seed=self.cfg.seed
+            ):
+                self.sink(self.node.name, record)
 
     def check_sample(self, cell_key: str, sample_id: str, current: GridEvidence) -> None:
         """Drill-down: one sample of the cell ``current`` (one-cell evidence) against the cell
@@ -209,11 +270,7 @@ class GateCheck:
         path = self.path.parent / cell_file(cell_key)
         cell = self.baseline(path)
         if cell is None or cell.evidence is None:
-            pytest.fail(
-                f"no threshold snapshot {path} with evidence for cell {cell_key}; record one "
-                f"with:\n    {record_command(self.cfg)}",
-                pytrace=False,
-            )
+            pytest.fail(self._missing(cell_key), pytrace=False)
         if sample_id not in cell.evidence.ids:
             pytest.fail(f"sample {sample_id!r} is not in {path}", pytrace=False)
         z = self.z_for("sample")
@@ -229,7 +286,9 @@ class GateCheck:
         if v.status == "unchecked":
             if self.strict:
                 pytest.fail(f"sample {sample_id} in {cell_key}: {v.reason} (--strict-gates)", False)
-            pytest.skip(f"sample {sample_id} in {cell_key}: {v.reason}")
+            # one reason text for every such sample: pytest's -rs summary counts them in one line
+            why = (v.reason or "unchecked").partition(":")[0]
+            pytest.skip(f"{why} (per-sample drill-down; the sample is in the test id)")
 
 
 #: The last cell's per-sample verdicts (cases of one cell run one after another).

@@ -91,5 +91,10 @@ def session_notes(state: Any, inherited: list[str]) -> list[str]:
     xdist workers'), each once."""
     notes = list(inherited)
     if state.started:
-        notes += [n for n in run_notes(state.run) + state.backend.notes() if n not in notes]
+        from benchc.suite.preflight import environment_note
+
+        env = environment_note(state)
+        own = run_notes(state.run) + state.run.notes() + state.backend.notes()
+        own += [env] if env else []
+        notes += [n for n in own if n not in notes]
     return notes

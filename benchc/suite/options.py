@@ -94,6 +94,13 @@ def parse_degrade(text: str | None) -> dict[str, float]:
     return out
 
 
+def _dataset_args(text: str) -> dict[str, str]:
+    """``--dataset-args``: ``field=column,...`` (:func:`benchc.data.hf.parse_columns`)."""
+    from benchc.data.hf import parse_columns
+
+    return parse_columns(text)
+
+
 def _number(kind: type, bad: Callable[[Any], bool], rule: str) -> Callable[[str], Any]:
     """A ``type=`` converter: ``kind(text)``, refused when ``bad`` (the message names the value)."""
 
@@ -126,12 +133,16 @@ Finish = Callable[[Any, Mapping[str, Any], Path], Any]
 
 
 def _local_or_id(value: str, rootdir: Path) -> str:
-    """A relative path that exists under ``rootdir`` becomes absolute; a hub id stays as is."""
+    """A relative path that exists under ``rootdir`` becomes absolute; a hub id stays as is.
+    A Hub-style folder's ``:config:split`` suffix stays on the absolute path."""
     p = Path(os.path.expanduser(value))
     if p.is_absolute():
         return str(p)
     if (rootdir / p).exists():
         return str(rootdir / p)
+    head, sep, suffix = value.partition(":")
+    if sep and (rootdir / head).is_dir():
+        return f"{rootdir / head}:{suffix}"
     return value
 
 
@@ -159,6 +170,19 @@ def _source(value: Any, given: Mapping[str, Any], rootdir: Path) -> str | None:
 
 def _args_of_model(value: Any, given: Mapping[str, Any], rootdir: Path) -> dict[str, Any]:
     return _model_args(value, given["model"])  # the schema depends on the backend --model picks
+
+
+def _baseline(value: Any, given: Mapping[str, Any], rootdir: Path) -> str | None:
+    """A name stays a name; a path (it has a separator, or is a folder under ``rootdir`` that
+    is not a baseline of --thresholds-dir) becomes absolute (:mod:`benchc.gates.baselines`)."""
+    from benchc.gates.baselines import normalise
+
+    if not value:
+        return None
+    try:
+        return normalise(str(value), _path(given["thresholds_dir"], given, rootdir), rootdir)
+    except ValueError as exc:
+        raise ConfigError(f"--baseline: {exc}") from None
 
 
 def _locator(value: Any, given: Mapping[str, Any], rootdir: Path) -> str:
@@ -256,7 +280,7 @@ OPTIONS: tuple[Option, ...] = (
         metavar="K=V,...",
         finish=_args_of_model,
     ),
-    Option("--revision", "revision", "hub revision of --model"),
+    Option("--revision", "revision", "hub revision of --model", metavar="REV"),
     Option(
         "--trust-remote-code",
         "trust_remote_code",
@@ -266,11 +290,21 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--dataset",
         "dataset",
-        "dataset folder or file (default: fixtures/testbed)",
+        "dataset folder or file, or a Hub dataset id org/name[:config[:split]] "
+        "(default: fixtures/testbed)",
         default=DEFAULT_DATASET,
         metavar="PATH",
         blank_is_default=True,
         finish=_source,
+    ),
+    Option(
+        "--dataset-args",
+        "dataset_args",
+        "column mapping of a Hugging Face / Hub dataset: field=column,... e.g. "
+        "question=prompt,options=A|B|C|D,answer=label (docs/guides/datasets.md)",
+        default="",
+        type=_dataset_args,
+        metavar="F=COL,...",
     ),
     Option(
         "--corruptions",
@@ -301,21 +335,34 @@ OPTIONS: tuple[Option, ...] = (
         "batch_size",
         "queries per forward pass (default: the backend's)",
         type=_number(int, lambda n: n < 1, "must be >= 1"),
+        metavar="N",
     ),
     Option(
         "--device",
         "device",
         "auto (GPU when present, one per xdist worker), cpu, cuda, cuda:1, ...",
         default="auto",
+        metavar="DEVICE",
         blank_is_default=True,
     ),
-    Option("--dtype", "dtype", "float32, bfloat16, float16"),
+    Option("--dtype", "dtype", "float32, bfloat16, float16", metavar="DTYPE"),
+    Option(
+        "--progress",
+        "progress",
+        "progress of long runs (queries done/total, queries/s, ETA): auto (a bar on a "
+        "terminal, a line every 30 s in CI logs, xdist workers and under -q, none under -qq), "
+        "bar, log, off (default %(default)s)",
+        default="auto",
+        type=_choice(("auto", "bar", "log", "off")),
+        metavar="{auto,bar,log,off}",
+    ),
     Option(
         "--seed",
         "seed",
         "seed of corruptions and bootstrap (default %(default)s)",
         default=spec.DEFAULT_SEED,
         type=_number(int, lambda n: not 0 <= n < 2**63, "must be an integer in 0..2**63-1"),
+        metavar="N",
     ),
     Option(
         "--results-dir",
@@ -328,7 +375,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--cache-dir",
         "cache_dir",
-        "corruption cache (default $BENCHC_CACHE_DIR or ~/.cache/benchc/corruptions)",
+        "corruption cache (default $BENCHC_CACHE_DIR, else $XDG_CACHE_HOME/benchc/corruptions, "
+        "else ~/.cache/benchc/corruptions)",
         metavar="DIR",
         env="BENCHC_CACHE_DIR",
         finish=_path,
@@ -336,10 +384,26 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--thresholds-dir",
         "thresholds_dir",
-        "threshold snapshots, one folder per model (default %(default)s/)",
+        "threshold snapshots, one folder per baseline (default %(default)s/)",
         default=Path("thresholds"),
         metavar="DIR",
         finish=_path,
+    ),
+    Option(
+        "--baseline",
+        "baseline",
+        "the recorded baseline to gate against (or, with --snapshot-update, to record): a "
+        "name inside --thresholds-dir or a folder path (default: the model's own name)",
+        metavar="NAME_OR_DIR",
+        finish=_baseline,
+    ),
+    Option(
+        "--limit",
+        "limit",
+        "smoke run: only the dataset's first N samples; the gates compare them with the "
+        "same samples of the baseline",
+        type=_number(int, lambda n: n < 1, "must be >= 1"),
+        metavar="N",
     ),
     Option(
         "--report",
@@ -417,6 +481,35 @@ OPTIONS: tuple[Option, ...] = (
         "strict_gates",
         "a gate that cannot be checked fails instead of being reported (release CI)",
         switch=True,
+    ),
+    # -- after the run: the per-sample log and the exporters (docs/guides/exporters.md) ------
+    Option(
+        "--log-samples",
+        "log_samples",
+        "write sample-log.jsonl (every sample's answer, option probabilities and correctness per "
+        "condition, and its VSI) next to the --report, else into the run's results folder",
+        switch=True,
+    ),
+    Option(
+        "--wandb",
+        "wandb",
+        "log verdict, gated figures, environment and report to this W&B project "
+        "(benchc[wandb]; WANDB_MODE=offline writes the run files only)",
+        metavar="PROJECT",
+    ),
+    Option(
+        "--mlflow",
+        "mlflow",
+        "log verdict, gated figures, environment and report to this MLflow experiment "
+        "(benchc[mlflow]; server from MLFLOW_TRACKING_URI)",
+        metavar="EXPERIMENT",
+    ),
+    Option(
+        "--push-to-hub",
+        "push_to_hub",
+        "upload report, report.json, snapshots and a dataset card to this Hugging Face "
+        "dataset repo (benchc[hub]; token from HF_TOKEN)",
+        metavar="REPO",
     ),
     # no knob: "" converts to {} (argparse converts a string default like a given value)
     Option("--benchc-degrade", "degrade", "", default="", type=parse_degrade, hidden=True),

@@ -6,36 +6,76 @@ session-end hook stays a few lines and this can be called without pytest.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 from benchc.suite.config import SuiteConfig
 
 
-def write_reports(cfg: SuiteConfig, run_dirs: Iterable[str], verdicts: list[dict] | None) -> None:
+def write_reports(
+    cfg: SuiteConfig,
+    run_dirs: Iterable[str],
+    verdicts: list[dict] | None,
+    *,
+    sides: dict[str, str] | None = None,
+    notes: list[str] | None = None,
+    baseline_folder: Path | None = None,
+) -> None:
     """``--report DIR``: the HTML page and JSON of this run with its gate verdicts; the
-    Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it."""
+    Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it; then
+    ``--log-samples`` and the exporters (:mod:`benchc.export.session`)."""
     from benchc.report import ci
 
     dirs = [Path(d) for d in sorted(run_dirs)]
     page = None
     if cfg.report is not None and dirs:
-        from benchc.report import compare_runs, write_report
-        from benchc.results.reader import group_runs
-        from benchc.suite.gate import record_command
-
-        groups = group_runs(dirs)  # the grid run and, with its own dataset, the VSI run
-        if len(groups) == 1:
-            page = write_report(
-                groups[0][0],
-                cfg.report,
-                vsi_dir=groups[0][1],
-                thresholds_dir=cfg.thresholds_dir,
-                verdicts=verdicts,
-                verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
-                record_command=record_command(cfg),
-                vsi_support=cfg.vsi_support,
-            )
-        else:
-            page = compare_runs([g for g, _ in groups], cfg.report, vsi_dirs=[v for _, v in groups])
+        page = write_page(cfg, dirs, verdicts, cfg.report, baseline_folder=baseline_folder)
     if verdicts:
-        ci.write_step_summary(verdicts, report=str(page) if page else None)
+        ci.write_step_summary(
+            verdicts, report=str(page) if page else None, sides=sides, notes=notes or ()
+        )
+    from benchc.export.session import after_run
+
+    after_run(cfg, dirs, verdicts, partial(write_page, baseline_folder=baseline_folder))
+
+
+def write_page(
+    cfg: SuiteConfig,
+    dirs: list[Path],
+    verdicts: list[dict] | None,
+    out: Path,
+    *,
+    baseline_folder: Path | None = None,
+) -> Path:
+    """The report of ``dirs`` in ``out``: one run (with its VSI run) against its baseline, or
+    several runs compared."""
+    from benchc.report import compare_runs, write_report
+    from benchc.results.reader import group_runs
+
+    groups = group_runs(dirs)  # the grid run and, with its own dataset, the VSI run
+    if len(groups) == 1:
+        return write_report(
+            groups[0][0],
+            out,
+            vsi_dir=groups[0][1],
+            thresholds_dir=cfg.thresholds_dir,
+            baseline_folder=baseline_folder,
+            verdicts=verdicts,
+            verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
+            record_command=_record_command(cfg, baseline_folder),
+            vsi_support=cfg.vsi_support,
+        )
+    return compare_runs([g for g, _ in groups], out, vsi_dirs=[v for _, v in groups])
+
+
+def _record_command(cfg: SuiteConfig, folder: Path | None) -> str:
+    """The command the report offers to re-record the baseline: from the released checkpoint
+    (the baseline's manifest names it) when the run gated a candidate against a named one."""
+    from benchc.gates.baselines import BaselineRef, read_manifest
+    from benchc.suite.gate import record_command
+    from benchc.suite.messages import record_release
+
+    if cfg.baseline is None or folder is None:
+        return record_command(cfg)
+    ref = BaselineRef(folder.name, folder, cfg.baseline)
+    return record_release(cfg, ref, read_manifest(folder).get("model"))

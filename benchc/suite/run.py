@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import warnings
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cached_property
+from typing import Any, NamedTuple
 
 import numpy as np
+from PIL import Image
 
 from benchc import spec
 from benchc.corruptions import (
@@ -30,16 +34,20 @@ from benchc.corruptions import (
     scale_region,
     whole_blur,
 )
+from benchc.corruptions.batch import remember_hash
 from benchc.data.images import prepare
 from benchc.data.sample import Dataset
 from benchc.fsutil import slug
 from benchc.metrics import GridMetrics, compute_grid
 from benchc.models.base import Backend, Query
-from benchc.models.collate import score
+from benchc.models.gpus import xdist_workers
+from benchc.models.pipeline import ChunkId, Lookahead
+from benchc.provenance import environment, numeric_versions
 from benchc.results import ResultStore, RunKey, StoreError
 from benchc.results.reader import SAMPLES, VSI, stack_conditions
 from benchc.results.store import StoreRepairWarning
 from benchc.suite.config import SuiteConfig
+from benchc.suite.share import SHARE_WAIT_S, compute_shared
 
 
 class SuiteRun:
@@ -72,6 +80,7 @@ class SuiteRun:
                 "corruption_engine": ENGINE_VERSION,
                 "imagecorruptions": library_version(),
                 "prompt": spec.PROMPT_VERSION,
+                **numeric_versions(),  # a torch or transformers upgrade recomputes
             },
             model_name=backend.name,
             dataset_name=dataset.name,
@@ -84,6 +93,21 @@ class SuiteRun:
         self._grids: dict[tuple[str, ...], GridMetrics] = {}  # metrics are pure: memoise
         self._prefetcher: threading.Thread | None = None
         self._stop_prefetch = threading.Event()
+        #: Conditions in the order the cases will ask for them (the pipeline builds across
+        #: condition boundaries in this order); set by :meth:`start_prefetch`.
+        self.planned: list[str] = []
+        self._originals = PreparedImages(self, ORIGINALS_BUDGET)
+        self._vsi_ahead: dict[tuple[int, int], Future] = {}
+        self.lookahead = Lookahead(self.backend, self.batch_size, workers=_prepare_workers(backend))
+        #: Queries scored and seconds spent scoring them in this process (the summary's
+        #: throughput line).
+        self.scored_queries = 0
+        self.scoring_s = 0.0
+        self.progress: Callable[[int], None] | None = None
+        #: (this worker, workers) when several xdist workers share the store's entries.
+        index, count = xdist_workers()
+        self.share_as = (index or 0, count)
+        self._progress: Any = None
         self._write_samples()
 
     # -- bookkeeping ------------------------------------------------------------------------
@@ -104,8 +128,9 @@ class SuiteRun:
             self.store.save(SAMPLES, table)
         if not self.store.manifest_ok():
             self.store.write_manifest(
-                {"model_spec": self.cfg.model, "dataset_spec": self.cfg.dataset}
-            )
+                {"model_spec": self.cfg.model, "dataset_spec": self.cfg.dataset,
+                 "environment": environment(self.backend)}
+            )  # fmt: skip
 
     def note_access(self) -> None:
         """Record in the manifest how the option distributions were actually obtained
@@ -115,26 +140,24 @@ class SuiteRun:
         access = self.backend.capabilities.option_distribution
         meta = self.store.manifest()
         if meta.get("option_access") != access:
-            kept = {k: meta[k] for k in ("model_spec", "dataset_spec") if k in meta}
+            kept = {k: meta[k] for k in ("model_spec", "dataset_spec", "environment") if k in meta}
             self.store.write_manifest({**kept, "option_access": access})
 
     @property
     def ids(self) -> list[str]:
         return self.dataset.ids
 
-    @cached_property
-    def _pil(self) -> list:
-        """Decoded images, fully loaded: PIL decodes lazily and its lazy load is not
-        thread-safe, and the corruption prefetch thread reads these too."""
-        images = []
-        for sample in self.dataset:
-            image = sample.image()
-            image.load()
-            images.append(image)
-        return images
+    def original(self, i: int) -> Image.Image:
+        """Sample ``i``'s decoded original, fully loaded (decoded on demand, never kept: the
+        run keeps the prepared images, :class:`PreparedImages`)."""
+        image = self.dataset[i].image()
+        image.load()
+        return image
 
     def _items(self, start: int, stop: int) -> list[tuple[str, object]]:
-        return [(self.dataset[i].id, self._pil[i]) for i in range(start, stop)]
+        """Rows ``start:stop`` as ``(id, prepared image)``: the corruptions start from the
+        prepared image, and preparing it again is the identity (``prepare`` is idempotent)."""
+        return [(self.dataset[i].id, self._originals[i]) for i in range(start, stop)]
 
     def _queries(
         self,
@@ -161,27 +184,30 @@ class SuiteRun:
         return out
 
     # -- option logits per condition ---------------------------------------------------------
+    @property
+    def pipelined(self) -> bool:
+        """Whether batches are built ahead in threads: when the model does not compute on this
+        machine's CPU (a server, a GPU); beside a CPU model the threads only compete for its
+        cores. The batches, and so every number, are those of a plain loop either way."""
+        return not self.backend.local_cpu
+
     def condition(self, key: str) -> dict[str, np.ndarray]:
         """Option logits (N, K_max) and option mass (N,) under condition ``key``.
 
-        When the model does not compute on this machine's CPU (a server, a GPU), the next
-        stored chunk's images are read from the corruption cache while one is scored, in
-        threads (decoding overlaps the model instead of alternating with it); beside a CPU
-        model that would only compete for its cores. The batches, and so every number, are
-        those of a plain loop either way.
+        Pipelined (:attr:`pipelined`), the next stored chunk -- of this condition, else the
+        first of the next planned one -- is read, planned and its batches prepared
+        (:class:`benchc.models.pipeline.Lookahead`) while this one is scored.
         """
         spec.parse_condition(key)  # clear error for a bad key
-        n = len(self.dataset)
-        ahead: dict[tuple[int, int], Future] = {}
 
         def compute(start: int, stop: int) -> dict[str, np.ndarray]:
-            pending = ahead.pop((start, stop), None)
-            images, files = pending.result() if pending else self._read(key, start, stop)
-            if stop < n and not self.backend.local_cpu:
-                nxt = (stop, min(n, stop + self.chunk_rows))
-                ahead[nxt] = self._reader.submit(self._read, key, *nxt)
-            queries = self._queries(images, start, files)
-            out = score(self.backend, queries, batch_size=self.batch_size)
+            chunk = self.lookahead.take((key, start, stop), self._builder(key, start, stop))
+            if self.pipelined:
+                self._schedule_after((key, start, stop))
+            began = time.perf_counter()
+            out = chunk.run(self.backend, progress=self.progress)
+            self.scoring_s += time.perf_counter() - began
+            self.scored_queries += stop - start
             scored.append(stop - start)
             logits = np.full((stop - start, self.k_max), np.nan, dtype=np.float32)
             width = out.option_logits.shape[1]
@@ -189,15 +215,86 @@ class SuiteRun:
             return {"option_logits": logits, "option_mass": out.option_mass.astype(np.float32)}
 
         scored: list[int] = []
+        ok = False
         try:
-            arrays = self.store.get_or_compute(key, n, self.chunk_rows, compute)
+            arrays = self.get_or_compute(key, compute)
             if scored:
                 self.note_access()
+            ok = True
             return arrays
         finally:
-            for future in ahead.values():  # read ahead but not needed (stored, or an error)
-                if not future.cancel():
-                    future.exception()  # wait for it: no read outlives the call
+            # Built ahead but not needed (stored meanwhile, or an error): dropped, waited for.
+            if ok and self.pipelined:
+                self._schedule_next_condition(key)
+                self.lookahead.discard(keep=lambda ident: ident[0] != key)
+            else:
+                self.lookahead.discard()
+
+    def get_or_compute(
+        self, name: str, compute: Callable[[int, int], dict[str, np.ndarray]]
+    ) -> dict[str, np.ndarray]:
+        """Entry ``name`` of the store, computed in chunks; under xdist together with the other
+        workers that need it (:mod:`benchc.suite.share`) instead of waiting for one of them."""
+        n = len(self.dataset)
+        worker, workers = self.share_as
+        if workers > 1 and not self.store.has(name):
+            compute_shared(
+                self.store,
+                name,
+                n,
+                self.chunk_rows,
+                compute,
+                worker=worker,
+                workers=workers,
+                wait_s=self.cfg.lock_timeout or SHARE_WAIT_S,
+            )
+        return self.store.get_or_compute(name, n, self.chunk_rows, compute)
+
+    def _builder(self, key: str, start: int, stop: int):
+        def build() -> tuple[list[Query], None]:
+            images, files = self._read(key, start, stop)
+            return self._queries(images, start, files), None
+
+        return build
+
+    def _schedule_after(self, ident: ChunkId) -> None:
+        """Build the chunk after ``ident`` ahead: the next of its condition, else the first of
+        the next planned condition not stored yet."""
+        key, _, stop = ident
+        n = len(self.dataset)
+        if stop < n:
+            nxt = (stop, min(n, stop + self.chunk_rows))
+            self.lookahead.schedule((key, *nxt), self._builder(key, *nxt))
+
+    def _schedule_next_condition(self, key: str) -> None:
+        if key not in self.planned:
+            return
+        for other in self.planned[self.planned.index(key) + 1 :]:
+            if other != key and not self.store.has(other):
+                stop = min(len(self.dataset), self.chunk_rows)
+                self.lookahead.schedule((other, 0, stop), self._builder(other, 0, stop))
+                return
+
+    def pending_queries(self, keys: Sequence[str]) -> int:
+        """Queries the conditions ``keys`` still need (the stored ones need none)."""
+        todo = [k for k in dict.fromkeys(keys) if not self.store.has(k)]
+        return len(todo) * len(self.dataset)
+
+    def attach_progress(self, progress: Any) -> None:
+        """Report each scored batch to ``progress`` (a :class:`benchc.suite.progress.RunProgress`
+        or None); closed by :meth:`stop_prefetch`."""
+        self._progress = progress
+        self.progress = progress.update if progress is not None else None
+
+    def notes(self) -> list[str]:
+        """The summary's throughput line (queries scored by this process, when any)."""
+        if not self.scored_queries or self.scoring_s <= 0:
+            return []
+        rate = self.scored_queries / self.scoring_s
+        return [
+            f"throughput: {self.scored_queries} queries in {self.scoring_s:.1f} s "
+            f"({rate:.1f} queries/s, {'pipelined' if self.pipelined else 'in sequence'})"
+        ]
 
     def _read(self, key: str, start: int, stop: int) -> tuple[list[np.ndarray], list]:
         """Rows ``start:stop`` under ``key``: the images, and each one's PNG file bytes when it
@@ -218,11 +315,6 @@ class SuiteRun:
             files.append(encoded.get(key))
         return images, files
 
-    @cached_property
-    def _reader(self) -> ThreadPoolExecutor:
-        """The one read-ahead thread of :meth:`condition`."""
-        return ThreadPoolExecutor(1, thread_name_prefix="benchc-read-ahead")
-
     def start_prefetch(self, keys: Sequence[str]) -> None:
         """Warm the corruption cache for ``keys`` in a background thread, condition by
         condition in the order the cells will run.
@@ -231,7 +323,8 @@ class SuiteRun:
         alternating them (the model waits less on each cell). Best effort: anything the
         prefetch has not reached is computed by :meth:`condition` itself.
         """
-        todo = [k for k in dict.fromkeys(keys) if k != spec.CLEAN and not self.store.has(k)]
+        self.planned = list(dict.fromkeys(keys))
+        todo = [k for k in self.planned if k != spec.CLEAN and not self.store.has(k)]
         if not todo or self.corruption_workers < 2 or self._prefetcher is not None:
             return
         items = self._items(0, len(self.dataset))  # decode here, before a second thread reads
@@ -258,6 +351,10 @@ class SuiteRun:
         self._prefetcher.start()
 
     def stop_prefetch(self) -> None:
+        self.lookahead.close()
+        if self._progress is not None:
+            self._progress.close()
+            self.attach_progress(None)
         if self._prefetcher is not None:
             self._stop_prefetch.set()
             self._prefetcher.join()
@@ -294,12 +391,42 @@ class SuiteRun:
         return self.grid([key])
 
     # -- VSI inputs (the arrays themselves: benchc.suite.vsi.vsi_arrays) ------------------------
+    def vsi_inputs(self, start: int, stop: int) -> VSIInputs:
+        """Rows ``start:stop``'s clean, region-blurred and whole-blurred images (a fallback row's
+        region blur is its whole blur: made once). Pipelined, the next chunk's are made in a
+        background thread while this one is scored (the blurs are ~4 ms per image each)."""
+        pending = self._vsi_ahead.pop((start, stop), None)
+        inputs = pending.result() if pending is not None else self._vsi_inputs(start, stop)
+        n = len(self.dataset)
+        if self.pipelined and stop < n:
+            nxt = (stop, min(n, stop + self.chunk_rows))
+            if nxt not in self._vsi_ahead:
+                self._vsi_ahead[nxt] = self._vsi_pool.submit(self._vsi_inputs, *nxt)
+        return inputs
+
+    def _vsi_inputs(self, start: int, stop: int) -> VSIInputs:
+        clean = self.prepared(start, stop)
+        blurred, located, fallback = self.blurred(start, stop)
+        whole = [
+            b if fell else whole_blur(a, spec.VSI_SIGMA)
+            for a, b, fell in zip(clean, blurred, fallback, strict=True)
+        ]
+        return VSIInputs(clean, blurred, located, fallback, whole)
+
+    @cached_property
+    def _vsi_pool(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(1, thread_name_prefix="benchc-vsi-ahead")
+
+    def drop_vsi_ahead(self) -> None:
+        """Forget the VSI inputs made ahead (a failed or finished VSI computation)."""
+        for future in self._vsi_ahead.values():
+            if not future.cancel():
+                future.exception()
+        self._vsi_ahead.clear()
+
     def prepared(self, start: int, stop: int) -> list[np.ndarray]:
         """Clean images at the run's image size (what the corruptions start from)."""
-        return [
-            prepare(self._pil[i], self.image_size, what=f"sample {self.dataset[i].id!r}")
-            for i in range(start, stop)
-        ]
+        return [self._originals[i] for i in range(start, stop)]
 
     def blurred(self, start: int, stop: int) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
         """Region-blurred images (docs/spec.md §5), and bool arrays marking regions found by the
@@ -309,9 +436,11 @@ class SuiteRun:
         for offset, (i, array) in enumerate(
             zip(range(start, stop), self.prepared(start, stop), strict=True)
         ):
-            region, src = self.dataset[i].region, self._pil[i].size
+            region = self.dataset[i].region
+            original = self.original(i) if region is not None or self.locator else None
+            src = original.size if original is not None else None
             if region is None and self.locator is not None:
-                region = self.locator(self._pil[i])
+                region = self.locator(original)
                 located[offset] = region is not None
             if region is None:
                 images.append(whole_blur(array, spec.VSI_SIGMA))
@@ -320,6 +449,58 @@ class SuiteRun:
             dst = (array.shape[1], array.shape[0])
             images.append(region_blur(array, scale_region(region, src, dst), sigma=spec.VSI_SIGMA))
         return images, located, fallback
+
+
+class VSIInputs(NamedTuple):
+    """One VSI chunk's images: clean, region-blurred (fallbacks marked), whole-blurred."""
+
+    clean: list[np.ndarray]
+    blurred: list[np.ndarray]
+    located: np.ndarray
+    fallback: np.ndarray
+    whole: list[np.ndarray]
+
+
+#: Bytes of prepared images a run keeps (least recently used dropped first): at 448 px about
+#: 1,700 images; the decoded originals are never kept (849 photos: 3.95 GB per process).
+ORIGINALS_BUDGET = 1 << 30
+
+
+class PreparedImages:
+    """Each sample's prepared image (RGB uint8 at the run's size), made once and kept within a
+    bytes budget: re-preparing the original for every condition was 8.9 ms of 18.5 per query
+    (docs/performance.md). Thread-safe (the pipeline's threads read it)."""
+
+    def __init__(self, run: SuiteRun, budget: int) -> None:
+        self.run = run
+        self.budget = budget
+        self.bytes = 0
+        self._kept: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        with self._lock:
+            hit = self._kept.get(i)
+            if hit is not None:
+                self._kept.move_to_end(i)
+                return hit
+        sample = self.run.dataset[i]
+        array = prepare(self.run.original(i), self.run.image_size, what=f"sample {sample.id!r}")
+        remember_hash(array)  # read-only (every condition shares it), hashed once
+        with self._lock:
+            if i not in self._kept:
+                self._kept[i] = array
+                self.bytes += array.nbytes
+            while self.bytes > self.budget and len(self._kept) > 1:
+                _, old = self._kept.popitem(last=False)
+                self.bytes -= old.nbytes
+        return array
+
+
+def _prepare_workers(backend: Backend) -> int:
+    """Threads preparing batches ahead: the backend's own processor workers when it has some
+    (they wait on processes, so several batches are in flight), else one."""
+    return max(1, int(getattr(backend, "processor_workers", 0) or 1))
 
 
 #: Environment variable overriding the corruption pool size (tests use it to force a pool).

@@ -16,6 +16,7 @@ from benchc.suite.config import SuiteConfig
 
 if TYPE_CHECKING:  # the heavy stack is imported on first use, not when pytest loads the plugin
     from benchc.data.sample import Dataset
+    from benchc.gates.baselines import BaselineRef
     from benchc.models.base import Backend
     from benchc.suite.run import SuiteRun
 
@@ -40,14 +41,40 @@ def open_dataset(cfg: SuiteConfig) -> Dataset:
 
     try:
         dataset = load_dataset(
-            cfg.dataset, lenient=cfg.lenient, allow_outside_root=cfg.allow_outside_root
+            cfg.dataset,
+            lenient=cfg.lenient,
+            allow_outside_root=cfg.allow_outside_root,
+            columns=cfg.dataset_args or None,
         )
         dataset = check_for_run(dataset, cfg.resolved_image_size(), lenient=cfg.lenient)
     except Exception as exc:
         raise LoadError(f"--dataset {cfg.dataset!r} cannot be loaded: {exc}") from exc
     if len(dataset) == 0:
         raise LoadError(f"--dataset {cfg.dataset!r} holds no samples")
+    if cfg.limit is not None and cfg.limit < len(dataset):
+        dataset = limited(dataset, cfg.limit)
     return dataset
+
+
+#: Marks a ``--limit`` dataset's fingerprint: ``<whole dataset's>+first<N>``.
+LIMIT_MARK = "+first"
+
+
+def limited(dataset: Dataset, n: int) -> Dataset:
+    """The first ``n`` samples (``--limit``): stored under a fingerprint of their own, gated
+    against the whole dataset's baseline on the samples both hold."""
+    from dataclasses import replace
+
+    return replace(
+        dataset,
+        samples=list(dataset.samples)[:n],
+        fingerprint=f"{dataset.fingerprint}{LIMIT_MARK}{n}",
+    )
+
+
+def source_fingerprint(fingerprint: str) -> str:
+    """The whole dataset's fingerprint behind a ``--limit`` one (any other: itself)."""
+    return fingerprint.partition(LIMIT_MARK)[0]
 
 
 def open_backend(cfg: SuiteConfig) -> Backend:
@@ -125,6 +152,7 @@ class SuiteSession:
     _backend: Backend | None = None
     _run: SuiteRun | None = None
     _vsi_run: SuiteRun | None = None
+    _baseline: BaselineRef | None = None
     #: Conditions the selected cases need, in run order (set after collection).
     planned_conditions: list[str] = field(default_factory=list)
 
@@ -181,6 +209,28 @@ class SuiteSession:
                     corruption_workers=default_corruption_workers(self.cfg.worker_id),
                 )
         return self._vsi_run
+
+    @property
+    def baseline(self) -> BaselineRef:
+        """The baseline this run is gated against (``--baseline``, else the model's own name:
+        only then is the model loaded to learn it)."""
+        from benchc.gates.baselines import resolve
+
+        if self._baseline is None:
+            name = None if self.cfg.baseline is not None else self.backend.name
+            self._baseline = resolve(self.cfg.thresholds_dir, self.cfg.baseline, name)
+        return self._baseline
+
+    def sides(self) -> dict[str, str]:
+        """The candidate and the baseline, each with its name and source (summary, JUnit,
+        report)."""
+        ref = self.baseline
+        return {
+            "candidate": self.backend.name,
+            "candidate_source": self.cfg.model,
+            "baseline": ref.name,
+            "baseline_source": ref.source,
+        }
 
     @property
     def started(self) -> bool:

@@ -18,14 +18,26 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.4g}"
 
 
+def _counted(records: Sequence[Record]) -> str:
+    """``"ras: 95 cell, 5 family; r_c: 3 cell"``: how many gates of each figure and level."""
+    by: dict[str, Counter[str]] = {}
+    for r in records:
+        by.setdefault(str(r.get("figure")), Counter())[str(r.get("level"))] += 1
+    return "; ".join(
+        f"{fig}: " + ", ".join(f"{n} {lvl}" for lvl, n in sorted(c.items()))
+        for fig, c in sorted(by.items())
+    )
+
+
 def gate_summary(records: Sequence[Record], budget_line: str | None = None) -> list[str]:
     """Lines for the ``benchc`` summary section (empty when no gate ran)."""
+    records = [r for r in records if r["status"] != "recorded"]  # recording's own block
     if not records:
         return []
     by = Counter(r["status"] for r in records)
     lines = [
         "gates: " + ", ".join(f"{by[s]} {s}" for s in ("pass", "fail", "improved", "unchecked",
-                                                         "kept") if by[s])
+                                                         "kept", "off") if by[s])
     ]  # fmt: skip
     if budget_line:
         lines.append(budget_line)
@@ -34,10 +46,22 @@ def gate_summary(records: Sequence[Record], budget_line: str | None = None) -> l
             lines.append(
                 f"FAIL {r['figure']} in {r['scope']}: {_fmt(r['baseline'])} -> "
                 f"{_fmt(r['current'])} (tolerance {_fmt(r['tolerance'])}, MDR {_fmt(r['mdr'])})"
+                + (f"; {r['note']}" if r.get("note") else "")
             )
+    unchecked: dict[str, list[Record]] = {}
     for r in records:
         if r["status"] == "unchecked":
-            lines.append(f"UNCHECKED {r.get('figure', '?')} in {r['scope']}: {r['reason']}")
+            unchecked.setdefault(str(r["reason"]), []).append(r)
+    for reason, group in unchecked.items():  # one line per reason, not per gate
+        what = (
+            f"{group[0].get('figure', '?')} in {group[0]['scope']}"
+            if len(group) == 1
+            else f"{len(group)} gates ({_counted(group)})"
+        )
+        lines.append(f"UNCHECKED {what}: {reason}")
+    for r in records:
+        if r["status"] == "off":
+            lines.append(f"OFF {r['figure']} in {r['scope']}: {r['reason']}")
     for r in records:
         if r["status"] == "kept":
             lines.append(f"KEPT {r['case']}: {r['reason']}")
@@ -52,14 +76,17 @@ def gate_summary(records: Sequence[Record], budget_line: str | None = None) -> l
             for r in improved
         )
     powerless = [r for r in records if r.get("reason", "") and "cannot fail" in r["reason"]]
-    for r in powerless:
-        lines.append(f"POWERLESS {r['figure']} in {r['scope']}: {r['reason']}")
+    if powerless:  # one line for all of them; each one's numbers are in the report
+        lines.append(
+            f"POWERLESS {len(powerless)} gate(s) cannot fail on this dataset "
+            f"({_counted(powerless)}); each one's numbers: the report"
+        )
     grid = [r for r in records if r.get("level") in ("model", "vsi") and r.get("mdr") is not None]
     if grid:
         lines.append("minimal detectable regression of the model-level gates (z, floor):")
         lines.extend(
             f"  {r['figure']:<22} MDR {_fmt(r['mdr']):>8}  (z {_fmt(r['z'])}, floor "
-            f"{r['floor']:g}, n={r['n']})"
+            f"{r['floor']:g}, n={r['n']})" + (f"; {r['note']}" if r.get("note") else "")
             for r in grid
         )
     return lines

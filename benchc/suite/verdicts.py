@@ -62,11 +62,13 @@ def collect(
     *,
     vsi_dir: Path | None = None,
     budget: float = DEFAULT_BUDGET,
+    baseline_folder: Path | None = None,
 ) -> list[dict[str, Any]]:
     """One verdict record per gate (:meth:`benchc.gates.Outcome.to_dict`); cases without a
     snapshot, or whose snapshot is unusable, are ``unchecked`` records with the reason.
     ``vsi_dir``: the run folder of the VSI gates when they had a dataset of their own (the
-    embedded VSI set); their gates share the run's false-alarm budget."""
+    embedded VSI set); their gates share the run's false-alarm budget. ``baseline_folder``: the
+    baseline checked against (default: the one named after the run's model)."""
     try:
         run = read_run(Path(run_dir))
         vsi_run = read_run(Path(vsi_dir)) if vsi_dir is not None else run
@@ -81,12 +83,12 @@ def collect(
     common = dict(model=run.model_name, dataset=run.dataset_name, seed=seed)
     if grid is not None:
         cases.update(grid_payloads(grid, info=info, z_for=placeholder, **common))
-    folder = Path(thresholds_dir) / model_slug(run.model_name)
+    folder = baseline_folder or Path(thresholds_dir) / model_slug(run.model_name)
     if vsi_run.vsi is not None:
         support = recorded_vsi_support(folder)
         ev = vsi_evidence(vsi_run.vsi, list(vsi_run.ids), support)
         # the live suite's VSI info (variant, sklearn, regions); the locator as the stored name
-        # records it ("vsi-blur.<locator slug>")
+        # records it ("vsi-aligned.<locator slug>")
         locator = (vsi_run.vsi_name or "").partition(".")[2] or "none"
         vsi_info = {
             **info,

@@ -14,9 +14,8 @@ import numpy as np
 import sklearn
 
 from benchc import spec
-from benchc.corruptions.vsi import whole_blur
 from benchc.gates.evidence import VSIEvidence, vsi_values
-from benchc.metrics.vsi import vsi_full, vsi_topk
+from benchc.metrics.vsi import vsi_aligned, vsi_full, vsi_topk
 from benchc.models.base import BatchOutput, Query
 from benchc.models.collate import concat_outputs, score, take_rows
 
@@ -35,7 +34,10 @@ def vsi_arrays(run: SuiteRun) -> dict[str, np.ndarray]:
     def compute(start: int, stop: int) -> dict[str, np.ndarray]:
         return compute_vsi_batch(run, start, stop)
 
-    return run.store.get_or_compute(run.vsi_name, len(run.dataset), run.chunk_rows, compute)
+    try:
+        return run.get_or_compute(run.vsi_name, compute)
+    finally:
+        run.drop_vsi_ahead()
 
 
 def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndarray]:
@@ -61,8 +63,7 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
         kwargs = {"distribution": False, "top_k": k}
     else:
         raise VSIUnavailable(f"{backend.name}: VSI needs next-token (top-k) log-probabilities")
-    clean = run.prepared(start, stop)
-    blurred, located, fallback = run.blurred(start, stop)
+    clean, blurred, located, fallback, whole_images = run.vsi_inputs(start, stop)
 
     def scored(queries: list[Query]) -> BatchOutput:
         try:
@@ -74,7 +75,7 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
         return out
 
     c, b = scored(run._queries(clean, start)), scored(run._queries(blurred, start))
-    whole = run._queries([whole_blur(a, spec.VSI_SIGMA) for a in clean], start)
+    whole = run._queries(whole_images, start)
     w = whole_pass(whole, fallback, b, scored)
     logits = np.full((stop - start, run.k_max), np.nan, dtype=np.float32)
     logits[:, : c.option_logits.shape[1]] = c.option_logits
@@ -84,9 +85,14 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
         "fallback": fallback,
     }
     for suffix, other, top1 in (("", b, "top1_blur"), ("_whole", w, "top1_whole")):
-        arrays[f"vsi{suffix}_top50"] = vsi_topk(
-            c.top_ids, c.top_logprobs, other.top_ids, other.top_logprobs
-        )
+        if kwargs["distribution"]:  # each side's own probabilities on the aligned support
+            arrays[f"vsi{suffix}_top50"] = vsi_aligned(
+                c.logprobs, other.logprobs, ids_clean=c.top_ids, ids_perturbed=other.top_ids
+            )
+        else:  # a server's top k: unknown probabilities estimated (docs/spec.md §5)
+            arrays[f"vsi{suffix}_top50"] = vsi_topk(
+                c.top_ids, c.top_logprobs, other.top_ids, other.top_logprobs
+            )
         if kwargs["distribution"]:
             arrays[f"vsi{suffix}"] = vsi_full(c.logprobs, other.logprobs)
             arrays[top1] = np.argmax(other.logprobs, axis=1).astype(np.int64)
@@ -139,7 +145,7 @@ def vsi_variant(arrays: dict[str, np.ndarray], support: str = spec.VSI_SUPPORT) 
     server's ``vsi_top<k>`` whichever support was asked for (docs/spec.md §5)."""
     k = int(arrays["vsi_topk"][0]) if "vsi_topk" in arrays and arrays["vsi_topk"].size else 0
     if k:
-        return f"vsi_top{k}"
+        return f"vsi_top{k} (estimated)"
     return spec.VSI_VARIANTS[support]
 
 

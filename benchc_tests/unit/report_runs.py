@@ -38,6 +38,7 @@ def make_run(
     severities: tuple[int, ...] = SEVERITIES,
     vsi: bool = True,
     fingerprint: str | None = None,
+    vsi_scale: np.ndarray | float = 1.0,
 ) -> Path:
     """A stored run of a random 'model' on ``dataset_dir``; ``damp`` > 0 makes corruptions
     hurt more (a worse checkpoint); ``fingerprint`` replaces the made-up model fingerprint
@@ -69,7 +70,7 @@ def make_run(
                 {"option_logits": logits.astype(np.float32), "option_mass": np.ones(n, np.float32)},
             )
     if vsi:
-        values = np.exp(rng.normal(-1.5, 2.0, n))
+        values = np.exp(rng.normal(-1.5, 2.0, n)) * vsi_scale  # vsi_scale < 1: less sensitive
         fc = rng.normal(0, 1, (n, 8)).astype(np.float32)
         fb = fc + rng.normal(0.6, 0.5, (n, 8)).astype(np.float32)
         top1 = rng.integers(0, 50, n)
@@ -167,3 +168,44 @@ def make_sampling_run(
         mass = np.ones(len(out), np.float32)
         store.save(name, {"option_logits": out.astype(np.float32), "option_mass": mass})
     return store.run_dir
+
+
+def record_baseline(run_dir: Path, thresholds: Path, model: str = "toy-vlm") -> Path:
+    """Threshold snapshots of a stored run, as the suite records them: the model-level RAS
+    (its grid evidence) and both VSI gates (its VSI evidence). Returns the model's folder."""
+    from benchc.gates import ErrorBudget, GridEvidence, sidecar
+    from benchc.gates.snapshot import model_slug
+    from benchc.report.vsi import run_evidence
+    from benchc.results.reader import read_run
+    from benchc.suite.payloads import build_payload
+
+    run = read_run(run_dir)
+    folder = thresholds / model_slug(model)
+    settings = {
+        "dataset_fingerprint": run.manifest.get("dataset_fingerprint"),
+        "image_size": run.manifest.get("settings", {}).get("image_size"),
+        "seed": run.seed,
+    }
+    z_for = ErrorBudget(gates={"model": 1, "vsi": 2}).z
+    common = dict(model=model, seed=0, z_for=z_for, n_boot=200)
+    keys = [spec.condition_key(c, s) for c in run.corruptions for s in run.severities]
+    cube = run.logits.reshape(len(run.ids), len(keys), -1)
+    grid = GridEvidence.from_conditions(
+        run.ids, run.answers, run.n_options, run.clean_logits,
+        {k: cube[:, i] for i, k in enumerate(keys)},
+    )  # fmt: skip
+    ras = build_payload(
+        grid, level="model", scope="model", names=["ras"], dataset=run.dataset_name,
+        info=settings, **common,
+    )  # fmt: skip
+    cases = {"test_model-ras": ras}
+    vsi = run_evidence(run, spec.VSI_SUPPORT)
+    for name in ("insensitive_fraction", "gap"):
+        cases[f"test_vsi-{name}"] = build_payload(
+            vsi, level="vsi", scope="vsi", names=[name], dataset=run.dataset_name,
+            info={**settings, "vsi_variant": spec.VSI_VARIANTS[spec.VSI_SUPPORT]}, **common,
+        )  # fmt: skip
+    for case, payload in cases.items():
+        rel = sidecar.save(folder, payload.evidence)
+        (folder / f"{case}.json").write_text(payload.to_json(evidence_file=rel))
+    return folder

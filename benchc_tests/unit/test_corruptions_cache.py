@@ -120,7 +120,22 @@ def test_default_root_follows_the_environment(monkeypatch, tmp_path):
     assert default_cache_root() == tmp_path / "c"
     assert CorruptionCache().root == tmp_path / "c"
     monkeypatch.delenv("BENCHC_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     assert default_cache_root() == Path.home() / ".cache" / "benchc" / "corruptions"
+
+
+def test_default_root_honours_xdg_cache_home_below_benchc_cache_dir(monkeypatch, tmp_path):
+    """BENCHC_CACHE_DIR > $XDG_CACHE_HOME/benchc/corruptions > ~/.cache/benchc/corruptions."""
+    monkeypatch.delenv("BENCHC_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_root() == tmp_path / "xdg" / "benchc" / "corruptions"
+    assert CorruptionCache().root == tmp_path / "xdg" / "benchc" / "corruptions"
+    monkeypatch.setenv("BENCHC_CACHE_DIR", str(tmp_path / "mine"))
+    assert default_cache_root() == tmp_path / "mine"  # the benchc variable wins
+    monkeypatch.delenv("BENCHC_CACHE_DIR")
+    for ignored in ("", "relative/cache"):  # the XDG spec: only an absolute path counts
+        monkeypatch.setenv("XDG_CACHE_HOME", ignored)
+        assert default_cache_root() == Path.home() / ".cache" / "benchc" / "corruptions"
 
 
 def test_readers_never_see_a_partial_file_while_writers_race(tmp_path):

@@ -75,9 +75,12 @@ def test_one_gate_count_for_selected_cases_and_rebuilt_payloads():
 
 
 def test_one_record_command_for_a_config_and_a_stored_run(tmp_path):
-    cfg = SuiteConfig(model="org/m", corruptions=("fog",), severities=(1, 5), seed=3)
+    cfg = SuiteConfig(
+        model="org/m", corruptions=("fog",), severities=(1, 5), seed=3,
+        results_dir=tmp_path / "results",
+    )  # fmt: skip
     run = StoredRun(
-        path=tmp_path,
+        path=tmp_path / "results" / "m" / "testbed-abc",
         manifest={"model_spec": "org/m", "settings": {"seed": 3, "image_size": None}},
         ids=(), answers=np.array([]), n_options=np.array([]), corruptions=("fog",),
         severities=(1, 5), clean_logits=None, logits=None,

@@ -91,6 +91,20 @@ def test_mixed_cell_rate():
     assert np.isnan(mixed_cell_rate(np.full(3, np.nan), np.zeros(3)))
 
 
+def test_a_cell_r_within_1e6_of_zero_has_no_sign():
+    # docs/spec.md §4: R_c -4.5e-6 / R_w +4e-7 is float32 noise around 0, not a mixed cell (the
+    # report showed 100.0 next to R_c -0.000 and R_w 0.000); beyond 1e-6 both ways it is
+    r_c = np.array([-4.5e-6, -2e-6, -0.2, -5e-7])
+    r_w = np.array([4e-7, 2e-6, 0.1, 0.3])
+    assert mixed_cell_rate(r_c, r_w) == pytest.approx(50.0)
+    assert mixed_cell_rate(r_c[:1], r_w[:1]) == 0.0
+    # the bootstrap replicates (cells on the last axis) read the same rule
+    from benchc.metrics.figures import _mixed
+
+    reps = _mixed({"r_c": np.stack([r_c, r_c[::-1]]), "r_w": np.stack([r_w, r_w[::-1]])})
+    np.testing.assert_allclose(reps, [50.0, 50.0])
+
+
 def test_trajectories_non_monotone_paths_by_hand():
     clean = np.array([True, True, True, True, False, False, False, False])
     paths = np.array(

@@ -14,6 +14,7 @@ from benchc.metrics import (
     encoder_llm_gap,
     insensitive_fraction,
     probe_accuracy,
+    vsi_aligned,
     vsi_full,
     vsi_topk,
 )
@@ -70,20 +71,54 @@ def test_topk_equals_full_kl_when_k_covers_the_vocabulary():
     )
 
 
-def test_topk_union_floor_and_renormalisation_by_hand():
-    # clean top-2 {0: .6, 1: .3}; perturbed top-2 {1: .5, 2: .4}; union {0, 1, 2}
+def test_topk_estimate_union_and_renormalisation_by_hand():
+    # clean top-2 {0: .6, 1: .3}; perturbed top-2 {1: .5, 2: .4}; union {0, 1, 2}. A side's
+    # unknown probability is its smallest returned one (docs/spec.md §5), never a tiny floor.
     ids_c, lp_c = np.array([[0, 1]]), np.log(np.array([[0.6, 0.3]]))
     ids_p, lp_p = np.array([[1, 2]]), np.log(np.array([[0.5, 0.4]]))
-    f = 1e-12
-    p = np.array([0.6, 0.3, f])
-    q = np.array([f, 0.5, 0.4])
+    p = np.array([0.6, 0.3, 0.3])
+    q = np.array([0.4, 0.5, 0.4])
     p, q = p / p.sum(), q / q.sum()
     want = float(np.sum(p * np.log(p / q)))
     assert vsi_topk(ids_c, lp_c, ids_p, lp_p)[0] == pytest.approx(want, rel=1e-12)
+    # padding (-inf) is no token: it neither joins U nor sets the smallest probability
+    pad_c, pad_lp = np.array([[0, 1, 7]]), np.array([[np.log(0.6), np.log(0.3), -np.inf]])
+    assert vsi_topk(pad_c, pad_lp, ids_p, lp_p)[0] == pytest.approx(want, rel=1e-12)
+    # a server names tokens by a hash of their text: negative ids are tokens like any other
+    assert vsi_topk(ids_c - 9, lp_c, ids_p - 9, lp_p)[0] == pytest.approx(want, rel=1e-12)
     with pytest.raises(ValueError, match=r"ids_clean\[0\]: top-k token ids repeat"):
         vsi_topk(np.array([[3, 3]]), lp_c, ids_p, lp_p)
     with pytest.raises(ValueError, match=r"\(N, k\)"):
         vsi_topk(ids_c, lp_c[:, :1], ids_p, lp_p)
+
+
+def test_aligned_reads_each_side_own_probabilities_on_the_union():
+    # V = 5; clean top-2 {0, 1}, perturbed top-2 {1, 2}: U = {0, 1, 2}, each side's own mass
+    a = np.log(np.array([[0.5, 0.3, 0.1, 0.06, 0.04]]))
+    b = np.log(np.array([[0.05, 0.45, 0.4, 0.05, 0.05]]))
+    p, q = np.array([0.5, 0.3, 0.1]), np.array([0.05, 0.45, 0.4])
+    p, q = p / p.sum(), q / q.sum()
+    assert vsi_aligned(a, b, 2)[0] == pytest.approx(float(np.sum(p * np.log(p / q))), rel=1e-12)
+    np.testing.assert_allclose(vsi_aligned(a, b, 5), vsi_full(a, b), rtol=1e-12)
+    # the server estimate equals it when every token of U is returned by both sides
+    ia, la = _topk(a, 5)
+    ib, lb = _topk(b, 5)
+    np.testing.assert_allclose(vsi_topk(ia, la, ib, lb), vsi_aligned(a, b, 5), rtol=1e-12)
+
+
+def test_aligned_top50_of_a_flat_distribution_stays_near_the_full_vsi():
+    # a flat 300-token distribution under a small perturbation (a random-weight model): the
+    # 1e-12 floor made top-50 VSI ~1e4 x the full VSI; the aligned support keeps it close
+    rng = np.random.default_rng(1)
+    a = log_softmax(rng.normal(size=(40, 300)) * 0.05, axis=1)
+    b = log_softmax(np.log(np.exp(a)) + rng.normal(size=(40, 300)) * 0.02, axis=1)
+    full, top = vsi_full(a, b), vsi_aligned(a, b, 50)
+    ratio = top / full
+    assert np.all((ratio > 0.1) & (ratio < 10)), ratio
+    ia, la = _topk(a, 50)
+    ib, lb = _topk(b, 50)
+    est = vsi_topk(ia, la, ib, lb)
+    assert np.all((est / full > 0.1) & (est / full < 10))
 
 
 def test_insensitive_fraction_and_argmax_change_rate():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import shutil
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -104,36 +105,63 @@ def test_unpadded_batches_move_logits_only_by_rounding(backend, queries) -> None
     assert np.nanmax(np.abs(one.option_logits - grouped.option_logits)) <= 1e-5
 
 
-def test_length_key_matches_real_input_length(backend, queries) -> None:
+def test_length_key_is_the_true_input_length(backend, queries) -> None:
     for q in queries[:3]:
         (n,) = backend.length_key(q)
         prompt = backend.render(backend.user_text(q))
         ids = backend._model_inputs([q.image], [prompt])["input_ids"]
-        text_only = backend.tokenizer(prompt, add_special_tokens=False)
-        assert n == len(text_only["input_ids"]) and ids.shape[1] >= n
+        assert n == ids.shape[1]  # prompt text and the image's tokens, as the model sees them
 
 
 def test_out_of_memory_halves_the_batch(backend, queries, monkeypatch) -> None:
     expected = backend.forward(queries[:4])
     real = backend._last_logits
     sizes = []
+    alive_at_retry: list[list[bool]] = []
+    failed: list[weakref.ref] = []
 
-    def flaky(images, texts):
-        sizes.append(len(images))
-        if len(images) > 1:
+    def flaky(inputs, ready=None):
+        n = inputs["input_ids"].shape[0]
+        sizes.append(n)
+        if failed:  # a retry: the failed attempt's tensors must be gone by now
+            alive_at_retry.append([r() is not None for r in failed])
+        if n > 1:
+            # what a real OOM leaves behind: activations in the failing frame, and the inputs
+            activations = torch.zeros(1 << 20)
+            failed.extend([weakref.ref(activations), weakref.ref(inputs["pixel_values"])])
             raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
-        return real(images, texts)
+        return real(inputs, ready)
 
     monkeypatch.setattr(backend, "_last_logits", flaky)
     try:
         out = backend.forward(queries[:4])
         assert backend.max_rows == 1
         assert sizes[:2] == [4, 2] and sizes.count(1) == 4
+        assert alive_at_retry and not any(any(a) for a in alive_at_retry)
+        note = " ".join(backend.notes())
+        assert "CUDA out of memory at batch size 16; batches of 1 fit" in note
+        assert "--batch-size 1" in note
     finally:
         backend.max_rows = None
+    assert not any("out of memory" in n for n in backend.notes())
     # single rows are unpadded: they equal the padded batch within the padding tolerance
     p_split, p_whole = _softmax(out.option_logits), _softmax(expected.option_logits)
     np.testing.assert_allclose(p_split, p_whole, atol=1e-3)
+
+
+def test_prepared_batches_score_as_forward(backend, queries) -> None:
+    """The pipeline's split (``prepare`` in a thread, ``forward_prepared`` here) is ``forward``
+    bit for bit, and a prepared batch keeps no inputs once it ran."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    direct = backend.forward(queries[:5], top_k=3)
+    with ThreadPoolExecutor(1) as pool:
+        batch = pool.submit(backend.prepare, queries[:5]).result()
+    assert batch.inputs is not None
+    via = backend.forward_prepared(batch, top_k=3)
+    assert batch.inputs is None
+    np.testing.assert_array_equal(via.option_logits, direct.option_logits)
+    np.testing.assert_array_equal(via.top_logprobs, direct.top_logprobs)
 
 
 def test_nan_logits_name_the_sample(backend, queries) -> None:

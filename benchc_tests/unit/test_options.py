@@ -24,12 +24,14 @@ EXAMPLES = {
     "--revision": ("v1", "v1"),
     "--trust-remote-code": (None, True),
     "--dataset": ("data", "rootdir/data"),
+    "--dataset-args": ("options=A|B,answer=label", {"options": "A|B", "answer": "label"}),
     "--corruptions": ("blur", spec.FAMILIES["blur"]),
     "--severities": ("2-3", (2, 3)),
     "--image-size": ("224", 224),
     "--batch-size": ("4", 4),
     "--device": ("cpu", "cpu"),
     "--dtype": ("bfloat16", "bfloat16"),
+    "--progress": ("log", "log"),
     "--seed": ("7", 7),
     "--results-dir": ("res", "rootdir/res"),
     "--cache-dir": ("/abs/cache", Path("/abs/cache")),
@@ -44,6 +46,12 @@ EXAMPLES = {
     "--vsi-dataset": ("org/vsi", "org/vsi"),
     "--false-alarm-budget": ("0.05", 0.05),
     "--strict-gates": (None, True),
+    "--log-samples": (None, True),
+    "--wandb": ("proj", "proj"),
+    "--mlflow": ("exp", "exp"),
+    "--push-to-hub": ("org/reports", "org/reports"),
+    "--baseline": ("release-1", "release-1"),
+    "--limit": ("8", 8),
     "--benchc-degrade": ("damp=0.3", {"damp": 0.3}),
 }
 
@@ -59,7 +67,8 @@ def test_readme_table_lists_exactly_the_declared_options():
     table = text[text.index("| option | meaning (default) |") :].split("\n\n", 1)[0]
     rows = [line.split("|")[1] for line in table.splitlines()[2:]]
     listed = [flag for row in rows for flag in re.findall(r"`(--[a-z][a-z-]*)", row)]
-    declared = [opt.flag for opt in OPTIONS if not opt.hidden]
+    # syrupy's --snapshot-update records benchc's baselines: the table documents it too
+    declared = [opt.flag for opt in OPTIONS if not opt.hidden] + ["--snapshot-update"]
     assert sorted(listed) == sorted(declared)
     assert len(listed) == len(set(listed))
 
@@ -126,3 +135,21 @@ def test_help_is_the_declared_one():
     text = " ".join(_parser().format_help().split())  # unwrapped
     assert "(default 0)" in text and "(default 0.01)" in text and "(default thresholds/)" in text
     assert "--benchc-degrade" not in text
+
+
+def test_metavars_name_the_value_not_an_environment_variable():
+    """argparse's default metavar is the dest in capitals (``--seed=BENCHC_SEED``), which reads
+    like an environment variable; every option that takes a value names its own."""
+    help_text = _parser().format_help()
+    assert not re.search(r"--[a-z-]+[ =]BENCHC_", help_text)
+    assert "--seed N" in help_text and "--limit N" in help_text
+
+
+def test_snapshot_update_has_a_benchc_help_line(pytester):
+    """``--snapshot-update`` is syrupy's option, but in a benchc run it records baselines."""
+    pytester.makeconftest('pytest_plugins = ["benchc.plugin"]\n')
+    out = pytester.runpytest_inprocess("--help").stdout.str()
+    start = re.search(r"^  --snapshot-update\s", out, re.M)  # its own entry, not a mention
+    assert start is not None, out
+    text = " ".join(out[start.start() :].split()[:40])
+    assert "benchc" in text and "baseline" in text

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy.stats import spearmanr
 
-from benchc.metrics.vsi import vsi_topk
+from benchc.metrics.vsi import vsi_aligned, vsi_topk
 from benchc.models.base import Query
 from benchc.models.parse import parse_letter
 from benchc.models.proxy import (
@@ -339,6 +340,22 @@ def test_top_k_logprobs_give_the_top_k_vsi_variant(server) -> None:
         proxy.forward(clean, top_k=21)
 
 
+def test_served_top20_estimate_ranks_samples_as_the_white_box_top20(server) -> None:
+    """docs/spec.md §5: a server's ``vsi_top20 (estimated)`` (unknown probabilities estimated by
+    each side's smallest returned one) ranks samples as the white-box aligned top-20 VSI (each
+    side's own probabilities on the union) does."""
+    tiny = tiny_backend_cached()
+    clean = synthetic_queries(24, seed=19)
+    dark = [Query(q.image // 3, q.question, q.options, id=q.id) for q in clean]
+    proxy = OpenAIProxyBackend("tiny", server.base_url, concurrency=2)
+    sc, sd = (proxy.forward(qs, top_k=20) for qs in (clean, dark))
+    served = vsi_topk(sc.top_ids, sc.top_logprobs, sd.top_ids, sd.top_logprobs)
+    wc, wd = (tiny.forward(qs, top_k=20, distribution=True) for qs in (clean, dark))
+    white = vsi_aligned(wc.logprobs, wd.logprobs, 20)
+    assert np.ptp(white) > 0
+    assert spearmanr(served, white).statistic >= 0.99
+
+
 def test_server_without_logprobs_falls_back_to_sampling_per_query(flaky) -> None:
     """The flaky server answers "B" without log-probs: the first query learns that (one extra
     request), every query is scored by the sampling proxy, and the counts say so."""
@@ -405,7 +422,8 @@ def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) 
         ["*note: tiny over http://127.0.0.1:*: queries scored * by logprobs*"]
     )
     vsi = json.loads((tmp_path / "thresholds" / "tiny" / "test_vsi-gap.json").read_text())
-    assert vsi["info"]["vsi_variant"] == "vsi_top20" and vsi["info"]["probe"].startswith("none")
+    assert vsi["info"]["vsi_variant"] == "vsi_top20 (estimated)"
+    assert vsi["info"]["probe"].startswith("none")
     # checked again: the gap has no vision tower to probe, so it is UNCHECKED, never silent,
     # and a failure under --strict-gates
     result = project.runpytest_inprocess(*args)

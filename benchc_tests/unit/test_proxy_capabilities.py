@@ -247,7 +247,8 @@ def test_suite_report_and_compare_read_every_run_a_server_gives(pytester, tmp_pa
             out = result.stdout.str()
             assert "Traceback" not in out
             if name == "sampling":
-                assert "UNCHECKED insensitive_fraction in vsi" in out
+                # one summary line per reason, counting its gates
+                assert "UNCHECKED 2 gates (gap: 1 vsi; insensitive_fraction: 1 vsi): VSI" in out
                 assert "queries scored 10 by sampling (server returned no logprobs)" in out
         doc = json.loads((tmp_path / f"report-{name}" / "report.json").read_text())
         runs[name] = doc["series"][0]
@@ -260,7 +261,7 @@ def test_suite_report_and_compare_read_every_run_a_server_gives(pytester, tmp_pa
                      "--out", str(tmp_path / f"offline-{name}")]) == 0  # fmt: skip
     assert runs["sampling"]["vsi"] is None
     assert any(m.startswith("VSI (no VSI arrays") for m in runs["sampling"]["missing"])
-    assert runs["topk"]["vsi"]["variant"] == "vsi_top20"
+    assert runs["topk"]["vsi"]["variant"] == "vsi_top20 (estimated)"
     assert list(runs["topk"]["vsi"]["variants"]) == ["top20"]  # its only support, named by k
     assert runs["topk"]["vsi"]["gap"]["gap"] is None
     assert any("vision tower" in m for m in runs["topk"]["missing"])

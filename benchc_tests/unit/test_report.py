@@ -358,7 +358,7 @@ def test_cli_damaged_run_is_one_clear_line(tmp_path, capsys):
     run.mkdir(parents=True)
     (run / "manifest.json").write_text("{}")
     (run / "samples.npz").write_bytes(b"not an npz")
-    assert main(["report", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "o")]) == 3  # EXIT_UNREADABLE
     err = capsys.readouterr().err
     assert "cannot read this results folder" in err and "Traceback" not in err
 
@@ -622,7 +622,7 @@ def test_report_paths_are_relative_to_the_working_directory(tmp_path, monkeypatc
     doc = json.loads((proj / "rep" / "report.json").read_text())
     assert doc["series"][0]["source"] == rel
     assert doc["baseline_note"] == "no readable snapshots in thresholds/toy-vlm"
-    assert doc["verdicts"]["note"] == "gates checked against thresholds"
+    assert doc["verdicts"]["note"] == "gates checked against baseline toy-vlm (thresholds/toy-vlm)"
     header = out.read_text().split("</header>")[0]
     assert f'from <span class="source">{rel}</span>' in header
     assert "thresholds/toy-vlm" in header and str(tmp_path) not in header
@@ -639,8 +639,8 @@ def test_a_run_stored_before_the_whole_image_pass_still_reports_its_vsi(tmp_path
     from benchc.results.store import atomic_save_npz, load_npz
 
     run_dir = make_run(tmp_path / "results", dataset)
-    arrays = load_npz(run_dir / "vsi-blur.npz")
-    (run_dir / "vsi-blur.npz").unlink()
+    arrays = load_npz(run_dir / "vsi-aligned.npz")
+    (run_dir / "vsi-aligned.npz").unlink()
     legacy = {k: v for k, v in arrays.items() if "whole" not in k and k != "option_logits"}
     atomic_save_npz(run_dir / "vsi-region-blur.npz", legacy)
     v = data.build([read_run(run_dir)], n_boot=20)["series"][0]["vsi"]
@@ -657,3 +657,30 @@ def test_the_report_gates_the_support_the_run_gated(run_dir, tmp_path):
     v = json.loads((page.parent / "report.json").read_text())["series"][0]["vsi"]
     assert v["support"] == "full" and v["variants"]["full"]["gated"]
     assert not v["variants"]["top50"]["gated"] and v["variant"] == "vsi"
+
+
+# -- issue 24: numbers a user can trust ----------------------------------------------------------
+def test_signed_heatmaps_are_centred_on_zero():
+    series = [{"cells": {"ras": {"fog-1": -0.55, "fog-2": 0.12}}}, {"cells": {"ras": {"a": None}}}]
+    assert plots.heat_limits("ras", series) == (-0.6, 0.6)
+    assert plots.heat_limits("r_w", [{"cells": {"r_w": {"x": 0.01}}}]) == (-0.2, 0.2)
+    assert plots.heat_limits("accuracy", series) == (0.0, 1.0)
+
+
+def test_fig2_without_a_probe_is_a_note_not_an_empty_plot():
+    gap = {k: None for k in ("probe_low", "probe_high", "gap", "probe_low_std")}
+    s = {"label": "current", "kind": "run",
+         "vsi": {"gap": {**gap, "change_low": 0.0, "change_high": 0.5, "n_low": 3},
+                 "missing": []}}  # fmt: skip
+    out = plots.vsi_gap({"series": [s]})
+    assert "<svg" not in out and "not drawn" in out and "3 samples in the low-VSI pool" in out
+
+
+def test_gate_row_movers_are_a_list_and_the_mdr_note_is_shown():
+    from benchc.report import page
+
+    v = verdict("fog-2", "ras", "fail", movers=[["s1", 0.1, -0.4], ["s2", 0.2, -0.1]])
+    v["anchor"], v["note"] = "gate-fog-2-ras", "tolerance 0.2 exceeds the MDR 0.1: both ways"
+    row = page._verdict_row(v)
+    assert '<ul class="movers"><li>s1: 0.10 → -0.40</li><li>s2: 0.20 → -0.10</li></ul>' in row
+    assert '<p class="mdr-note">tolerance 0.2 exceeds the MDR 0.1: both ways</p>' in row

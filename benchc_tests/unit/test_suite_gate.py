@@ -88,6 +88,16 @@ def test_summary_lists_failures_kept_improved_and_mdr():
     assert gate_summary([]) == []
 
 
+def test_summary_says_why_a_tolerance_exceeds_the_mdr():
+    note = "tolerance 0.2457 exceeds the MDR 0.03: this change moved samples both ways"
+    rec = {"case": "test_vsi[insensitive_fraction]", "scope": "vsi", "level": "vsi",
+           "figure": "insensitive_fraction", "status": "pass", "baseline": 0.111,
+           "current": 0.222, "tolerance": 0.2457, "mdr": 0.03, "z": 3.29, "floor": 0.03,
+           "n": 18, "reason": None, "note": note}  # fmt: skip
+    assert note in "\n".join(gate_summary([rec]))
+    assert note in "\n".join(gate_summary([{**rec, "status": "fail"}])).split("FAIL")[1]
+
+
 def test_extension_for_binds_the_budget():
     budget = ErrorBudget(0.05, {"model": 2})
     ext = extension_for("t", "m", update=False, budget=budget, seed=3)

@@ -1,0 +1,107 @@
+"""What the suite tells a user whose run cannot be gated: one message per run, with commands.
+
+Every command printed here is built by :func:`command` from the run's own configuration, so it
+carries every setting that decides comparability (dataset, VSI set, image size, seed, grid, VSI
+support, output-changing model arguments, the baseline's name) and where the run reads and
+writes (results, thresholds): run verbatim, it continues this run instead of starting another.
+A gate run never suggests recording the candidate as its own baseline; it shows how to record
+one from the released checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from benchc.gates import pipeline
+from benchc.gates.baselines import BaselineRef, available
+from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
+
+#: Stands for the released checkpoint where benchc cannot know it.
+RELEASED = "<released checkpoint>"
+#: A setting of the baseline that benchc cannot know (no command is printed with it).
+UNKNOWN = object()
+_DEFAULTS = {"model": DEFAULT_MODEL, "dataset": DEFAULT_DATASET}
+
+
+def command(
+    cfg: SuiteConfig, *, update: bool = False, extra: Sequence[str] = (), **overrides: Any
+) -> str:
+    """This run's suite command (``overrides``: option fields set otherwise)."""
+    if update and "limit" not in overrides:
+        overrides["limit"] = None  # a baseline is recorded on the whole dataset
+    cfg = replace(cfg, **overrides)
+    settings = {k: getattr(cfg, k) for k in pipeline.RECORD_SETTINGS}
+    return pipeline.suite_command(settings, defaults=_DEFAULTS, update=update, extra=tuple(extra))
+
+
+def record_release(cfg: SuiteConfig, ref: BaselineRef, model: str | None = None) -> str:
+    """The command that records baseline ``ref`` from the released checkpoint ``model``."""
+    baseline = ref.given if ref.given is not None else ref.name
+    return command(cfg, update=True, model=model or RELEASED, baseline=baseline)
+
+
+def missing_baseline(cfg: SuiteConfig, ref: BaselineRef, model_name: str) -> str:
+    """No snapshot in the baseline's folder: where benchc looked, what is there, what to do."""
+    how = (
+        f"--baseline {ref.given}"
+        if ref.given is not None
+        else f"no --baseline given, so the model's own name '{ref.name}'"
+    )
+    there = available(ref.folder.parent)
+    lines = [
+        f"no baseline '{ref.name}' to gate model '{model_name}' against: no threshold "
+        f"snapshot in {ref.source}/ ({how}).",
+        f"baselines recorded in {ref.folder.parent}: " + (", ".join(there) or "none"),
+        "fixes, in order:",
+    ]
+    n = 1
+    for name in there[:3]:
+        lines.append(f"  {n}. gate against the recorded baseline '{name}':")
+        lines.append(f"       {command(cfg, baseline=name)}")
+        n += 1
+    release = "<release name>" if ref.given is None else ref.name
+    lines.append(
+        f"  {n}. record the released checkpoint's baseline once (commit "
+        f"{ref.folder.parent.name}/), then gate with --baseline={release}:"
+    )
+    lines.append(f"       {command(cfg, update=True, model=RELEASED, baseline=release)}")
+    if ref.given is None and not there:  # a first recording: this model may be the release
+        lines.append(
+            f"  {n + 1}. only if '{model_name}' itself is the release future candidates are "
+            "gated against, record it:"
+        )
+        lines.append(f"       {command(cfg, update=True)}")
+    return "\n".join(lines)
+
+
+def not_comparable(
+    cfg: SuiteConfig,
+    ref: BaselineRef,
+    problems: Sequence[tuple[str, str, dict[str, Any]]],
+    recorded_model: str | None,
+) -> str:
+    """Settings that differ from the baseline's: ``(option, "recorded X, this run Y",
+    the fields that would match it)`` each, then the fixes, the likelier first."""
+    lines = [f"this run cannot be gated against baseline {ref.label}:"]
+    lines += [f"  {option}: {text}" for option, text, _ in problems]
+    fixes: dict[str, Any] = {}
+    for _, _, fix in problems:
+        fixes.update(fix)
+    lines.append("fixes, in order:")
+    n = 1
+    if fixes and not any(v is UNKNOWN for v in fixes.values()):
+        lines.append(f"  {n}. run with the baseline's settings:")
+        lines.append(f"       {command(cfg, **fixes)}")
+        n += 1
+    model = cfg.model if ref.given is None else recorded_model
+    lines.append(
+        f"  {n}. if the new settings are intended, re-record baseline '{ref.name}' from the "
+        "released checkpoint under them, then rerun:"
+    )
+    lines.append(f"       {record_release(cfg, ref, model)}")
+    return "\n".join(lines)
+
+
+__all__ = ["RELEASED", "UNKNOWN", "command", "missing_baseline", "not_comparable", "record_release"]

@@ -1,0 +1,114 @@
+"""Honest recording: what ``--snapshot-update`` recorded that no later run can gate.
+
+A gate undefined on the baseline (a VSI set too small for the probe's five grouped folds, a
+backend without a vision tower) makes every ``--strict-gates`` run fail, and a gate whose
+minimal detectable regression exceeds the room its figure has left cannot fail on this dataset.
+Recording ends with one block naming both, each undefined gate with its reason and remedy
+(:func:`remedy`), so the baseline's owner learns it when recording, not from the next release.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchc.gates import Payload
+from benchc.gates.check import ZFor, check
+
+#: Grouped folds of the encoder-LLM gap's probe (docs/spec.md §5).
+PROBE_FOLDS = 5
+
+
+def _why_vsi(payload: Payload | None) -> str | None:
+    """Why the gap's probe could not be fitted on ``payload``'s low-VSI pool, in numbers."""
+    ev = getattr(payload, "evidence", None)
+    if ev is None or not hasattr(ev, "pool"):
+        return None
+    if payload is not None and str(payload.info.get("probe", "")).startswith("none"):
+        return "the model has no vision tower to probe (the gap needs one)"
+    pool, control = ev.pool, ev.control
+    images = len(set(ev.groups[pool].tolist()))
+    controls = len(set(ev.groups[control].tolist()))
+    return (
+        f"the low-VSI pool holds {int(pool.sum())} samples of {images} distinct image(s) and its "
+        f"high-VSI control {controls}; the probe needs {PROBE_FOLDS} distinct images in each for "
+        f"{PROBE_FOLDS} grouped folds"
+    )
+
+
+def cause(figure: str, reason: str | None, baseline: Payload | None) -> str:
+    """Why a gate is undefined on its baseline, in numbers where benchc can give them."""
+    if figure == "gap":
+        why = _why_vsi(baseline)
+        if why:
+            return f"{reason}: {why}" if reason else why
+    return reason or f"{figure} is undefined on the baseline"
+
+
+def remedy(figure: str, reason: str | None, path: Path, baseline: Payload | None) -> str:
+    """What to do about a gate that is undefined on its baseline (``reason``)."""
+    if figure == "gap":
+        return (
+            f"record the baseline on a larger --vsi-dataset (more low-VSI samples of distinct "
+            f"images), or switch the gate off in {path} by changing its rule to "
+            f"'gap:higher:floor=0.05:off' (re-recording keeps it off)"
+        )
+    return (
+        f"record on a dataset where {figure} is defined, or switch the gate off in {path} by "
+        f"adding ':off' to its rule (re-recording keeps it off)"
+    )
+
+
+def recorded_records(
+    case: str, payload: Payload, path: Path, *, z_for: ZFor, seed: int
+) -> list[dict[str, Any]]:
+    """``recorded`` verdict records of the undefined and the powerless gates of a payload just
+    recorded (the others need no word)."""
+    out = []
+    for o in check(payload, payload, z_for=z_for, seed=seed).outcomes:
+        base = {"case": case, "scope": payload.scope, "level": payload.level,
+                "figure": o.spec.name, "status": "recorded"}  # fmt: skip
+        if o.status == "off":
+            continue
+        if not math.isfinite(o.baseline):
+            out.append({**base, "undefined": cause(o.spec.name, o.reason, payload),
+                        "remedy": remedy(o.spec.name, o.reason, path, payload)})  # fmt: skip
+        elif o.powerless:
+            out.append({**base, "powerless": o.powerless})
+    return out
+
+
+def recording_block(records: Sequence[dict[str, Any]], label: str) -> list[str]:
+    """The one block ``--snapshot-update`` ends with: undefined gates (reason, remedy), then
+    gates that cannot fail on this dataset, counted by figure and level."""
+    undefined = [r for r in records if r.get("status") == "recorded" and r.get("undefined")]
+    powerless = [r for r in records if r.get("status") == "recorded" and r.get("powerless")]
+    if not undefined and not powerless:
+        return [f"recorded baseline {label}: every gate is defined and can fail on this dataset"]
+    lines = [f"recorded baseline {label}, with gates no later run can check:"]
+    if undefined:
+        lines.append(
+            f"  {len(undefined)} gate(s) undefined on the baseline (--strict-gates fails on "
+            "them until fixed):"
+        )
+        for r in undefined:
+            lines.append(f"    {r['figure']} in {r['scope']}: {r['undefined']}")
+            lines.append(f"      remedy: {r['remedy']}")
+    if powerless:
+        counts: dict[str, Counter[str]] = defaultdict(Counter)
+        for r in powerless:
+            counts[r["figure"]][r["level"]] += 1
+        lines.append(
+            f"  {len(powerless)} gate(s) cannot fail on this dataset (minimal detectable "
+            "regression >= the room the figure has; more samples give them power):"
+        )
+        for fig, by_level in sorted(counts.items()):
+            where = ", ".join(f"{n} {lvl}" for lvl, n in sorted(by_level.items()))
+            lines.append(f"    {fig}: {where}")
+    return lines
+
+
+__all__ = ["cause", "recorded_records", "recording_block", "remedy"]

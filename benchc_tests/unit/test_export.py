@@ -1,0 +1,249 @@
+"""Exporters end to end without network: W&B offline run files, an MLflow file store and the
+Hub's staged folder and card, each read back (docs/guides/exporters.md).
+
+W&B and MLflow need their extras (``pip install -e '.[wandb,mlflow]'``) and run under
+``-m exporters`` (own ``.ci/run`` line); the Hub's folder and card need only huggingface_hub,
+which transformers installs, and run by default.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from benchc.export import bundle as bundle_mod
+from benchc.export import hub
+from benchc.export.session import after_run
+from benchc.report import write_report
+from benchc.suite.config import SuiteConfig
+from benchc_tests.unit.report_runs import make_dataset, make_run, verdict
+
+VERDICTS = [
+    verdict("fog-2", "ras", "fail"),
+    verdict("fog-1", "ras", "pass"),
+    verdict("model", "mcr", "pass", level="model"),
+]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    data = make_dataset(tmp_path_factory.mktemp("data") / "toy")
+    return make_run(tmp_path_factory.mktemp("results"), data)
+
+
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory, run_dir) -> Path:
+    out = tmp_path_factory.mktemp("report")
+    write_report(run_dir, out, verdicts=VERDICTS, n_boot=20, images=False)
+    return out
+
+
+@pytest.fixture
+def snapshots(tmp_path) -> Path:
+    folder = tmp_path / "thresholds" / "toy-vlm"
+    folder.mkdir(parents=True)
+    (folder / "test_cell-fog-1.json").write_text('{"figure": "ras"}\n')
+    return folder.parent
+
+
+# -- the bundle every exporter sends -----------------------------------------------------------
+def test_bundle_carries_verdict_gated_figures_environment_and_report(report_dir, snapshots):
+    b = bundle_mod.build(report_dir, thresholds_dir=snapshots)
+    doc = json.loads((report_dir / "report.json").read_text())
+    assert b.verdict == "fail" and b.counts == {"fail": 1, "pass": 2}
+    for item in doc["verdicts"]["items"]:
+        key = f"gate/{item['scope']}/{item['figure']}"
+        assert b.metrics[f"{key}/current"] == item["current"]
+        assert b.metrics[f"{key}/change"] == item["change"]
+    table2 = doc["series"][0]["table2"]
+    assert b.metrics["table2/acc_clean"] == table2["acc_clean"]["value"]
+    assert b.params["model"] == "toy-vlm" and b.params["dataset_fingerprint"]
+    assert b.environment["benchc"] and b.params["env/numpy"] == b.environment["numpy"]
+    assert [p.name for p in b.files] == ["report.html", "report.json"]
+    assert b.snapshots_dir == snapshots / "toy-vlm"
+
+
+@pytest.mark.parametrize(
+    ("counts", "available", "want"),
+    [({"fail": 1, "pass": 3}, True, "fail"), ({"unchecked": 1, "pass": 3}, True, "unchecked"),
+     ({"pass": 3}, True, "pass"), ({}, False, "none")],
+)  # fmt: skip
+def test_overall_verdict(counts, available, want):
+    assert bundle_mod.overall_verdict(counts, available) == want
+
+
+# -- the Hub: the staged folder, the card huggingface_hub parses, the one upload call -----------
+def test_hub_folder_and_card(report_dir, snapshots, monkeypatch):
+    from huggingface_hub import DatasetCard
+
+    b = bundle_mod.build(report_dir, thresholds_dir=snapshots)
+    folder = hub.stage(b)
+    assert folder == report_dir / "hub"
+    names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    assert names == [
+        "README.md", "benchc-summary.json", "report.html", "report.json",
+        "snapshots/toy-vlm/test_cell-fog-1.json",
+    ]  # fmt: skip
+    assert (folder / "report.json").read_bytes() == (report_dir / "report.json").read_bytes()
+    card = DatasetCard.load(folder / "README.md")
+    meta = card.data.to_dict()
+    assert "verdict-fail" in meta["tags"] and meta["benchc"]["verdict"] == "fail"
+    assert meta["benchc"]["counts"] == {"fail": 1, "pass": 2}
+    assert "**Verdict: fail**" in card.text and "| fog-2 | ras | fail |" in card.text
+    summary = json.loads((folder / "benchc-summary.json").read_text())
+    assert summary["verdict"] == "fail" and summary["metrics"] == b.metrics
+
+    calls: list[tuple[str, dict]] = []
+
+    class FakeApi:
+        def create_repo(self, repo_id, **kw):
+            calls.append(("create_repo", {"repo_id": repo_id, **kw}))
+
+        def upload_folder(self, **kw):
+            calls.append(("upload_folder", kw))
+            return type("Info", (), {"commit_url": "https://hub.example/commit/1"})()
+
+    monkeypatch.setattr("huggingface_hub.HfApi", FakeApi)
+    assert hub.upload(folder, "org/reports") == "https://hub.example/commit/1"
+    assert calls == [
+        ("create_repo", {"repo_id": "org/reports", "repo_type": "dataset", "private": True,
+                         "exist_ok": True}),
+        ("upload_folder", {"repo_id": "org/reports", "folder_path": str(folder),
+                           "repo_type": "dataset", "commit_message": "benchc report"}),
+    ]  # fmt: skip
+
+
+def test_push_to_hub_after_a_run_without_report_dir(tmp_path, run_dir, snapshots, monkeypatch):
+    """--push-to-hub alone: a temporary report (with --log-samples' log) is staged, uploaded."""
+    seen: dict[str, object] = {}
+
+    def upload(folder: Path, repo: str) -> str:
+        seen["repo"] = repo
+        seen["files"] = sorted(p.name for p in folder.iterdir())
+        seen["verdict"] = json.loads((folder / "benchc-summary.json").read_text())["verdict"]
+        return "uploaded"
+
+    def page(cfg, dirs, verdicts, out):
+        return write_report(dirs[0], out, verdicts=verdicts, n_boot=20, images=False)
+
+    monkeypatch.setattr(hub, "upload", upload)
+    cfg = SuiteConfig(push_to_hub="org/reports", log_samples=True, thresholds_dir=snapshots)
+    lines = after_run(cfg, [run_dir], VERDICTS, page)
+    assert seen == {
+        "repo": "org/reports",
+        "files": ["README.md", "benchc-summary.json", "report.html", "report.json",
+                  "sample-log.jsonl", "snapshots"],
+        "verdict": "fail",
+    }  # fmt: skip
+    assert lines[-1] == "exported to push_to_hub org/reports: uploaded"
+    assert not (run_dir / "sample-log.jsonl").exists()  # the log went with the temporary report
+
+
+def test_a_missing_extra_is_one_line_naming_it(report_dir, monkeypatch):
+    import sys
+
+    from benchc.export.session import run_exporters
+
+    monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` raises ImportError
+    (line,) = run_exporters(SuiteConfig(wandb="proj", report=report_dir), report_dir)
+    assert line == (
+        "export to wandb proj failed: ExportError: this exporter needs the optional "
+        "dependency 'wandb': pip install 'benchc[wandb]'"
+    )
+
+
+# -- W&B offline, read back from its run files --------------------------------------------------
+def wandb_records(path: Path) -> list:
+    """The protobuf records of a ``run-*.wandb`` transaction log (W&B's LevelDB-style log:
+    a 7-byte file header, 32 KiB blocks, 7-byte record headers: crc32c, length, type)."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B"
+    block, pos, out, pending = 32768, 7, [], b""
+    while pos + 7 <= len(data):
+        room = block - pos % block
+        if room < 7:  # block trailer padding
+            pos += room
+            continue
+        length, kind = struct.unpack("<HB", data[pos + 4 : pos + 7])
+        chunk = data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind == 0 and length == 0:
+            continue
+        pending += chunk
+        if kind in (1, 4):  # FULL or LAST
+            rec = pb.Record()
+            rec.ParseFromString(pending)
+            out.append(rec)
+            pending = b""
+    return out
+
+
+@pytest.mark.exporters
+def test_wandb_offline_run_files_read_back(report_dir, tmp_path, monkeypatch):
+    from benchc.export import wandb as wb_export
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    b = bundle_mod.build(report_dir)
+    folder = wb_export.export(b, "benchc-test")
+    assert folder.parent == tmp_path / "wandb" and folder.name.startswith("offline-run-")
+    files = folder / "files"
+    assert (files / "report.json").read_bytes() == (report_dir / "report.json").read_bytes()
+    assert (files / "report.html").is_file()
+    assert json.loads((files / "benchc-summary.json").read_text())["verdict"] == "fail"
+    records = wandb_records(next(folder.glob("run-*.wandb")))
+    kinds = {r.WhichOneof("record_type") for r in records}
+    assert {"run", "summary", "artifact"} <= kinds
+    run = next(r.run for r in records if r.WhichOneof("record_type") == "run")
+    assert run.project == "benchc-test"
+    config = {i.key: json.loads(i.value_json) for i in run.config.update}
+    assert config["verdict"] == "fail" and config["model"] == "toy-vlm"
+    assert config["env/benchc"] == b.environment["benchc"]
+    summary = {}
+    for r in records:
+        if r.WhichOneof("record_type") == "summary":
+            summary.update({i.key: json.loads(i.value_json) for i in r.summary.update})
+    assert summary["verdict"] == "fail" and summary["gates/fail"] == 1
+    assert summary["gate/fog-2/ras/change"] == pytest.approx(-0.2)
+    assert summary["table2/acc_clean"] == pytest.approx(b.metrics["table2/acc_clean"])
+    artifact = next(r.artifact for r in records if r.WhichOneof("record_type") == "artifact")
+    assert artifact.type == "benchc-report"
+    assert {e.path for e in artifact.manifest.contents} == {
+        "report.html",
+        "report.json",
+        "benchc-summary.json",
+    }
+
+
+# -- MLflow, a local file store read back ------------------------------------------------------
+@pytest.mark.exporters
+def test_mlflow_file_store_read_back(report_dir, tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from benchc.export import mlflow as ml_export
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    uri = (tmp_path / "mlruns").as_uri()
+    b = bundle_mod.build(report_dir)
+    run_id = ml_export.export(b, "benchc-test", tracking_uri=uri)
+    client = MlflowClient(uri)
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["benchc.verdict"] == "fail" and run.data.tags["benchc.gates.fail"] == "1"
+    assert run.data.metrics == pytest.approx(b.metrics)
+    assert run.data.params["model"] == "toy-vlm"
+    assert run.data.params["env/python"] == b.environment["python"]
+    arts = {a.path for a in client.list_artifacts(run_id, "report")}
+    assert arts == {"report/report.html", "report/report.json", "report/benchc-summary.json"}
+    local = client.download_artifacts(run_id, "report/report.json", str(tmp_path / "dl"))
+    assert Path(local).read_bytes() == (report_dir / "report.json").read_bytes()
+    # a second export lands in the same experiment
+    ml_export.export(b, "benchc-test", tracking_uri=uri)
+    exp = client.get_experiment_by_name("benchc-test")
+    assert len(client.search_runs([exp.experiment_id])) == 2

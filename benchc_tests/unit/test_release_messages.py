@@ -1,0 +1,172 @@
+"""The release gate's pure parts: printed commands carry every comparability setting, the
+summary says each kind of note once with its count, rules can be switched off, a smoke run is
+checked on the samples both sides hold, and provenance differences are named."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchc import provenance
+from benchc.gates import GridEvidence, check
+from benchc.gates.baselines import available, normalise, resolve, write_manifest
+from benchc.gates.pipeline import RECORD_SETTINGS
+from benchc.gates.rules import merge_rules, parse_rule
+from benchc.suite.config import SuiteConfig
+from benchc.suite.messages import command
+from benchc.suite.options import add_options
+from benchc.suite.payloads import build_payload
+from benchc.suite.summary import gate_summary
+from benchc_tests.unit.suite_project import make_suite_project
+
+pytest_plugins = ["pytester"]
+
+
+def _reparse(printed: str, rootdir: Path) -> SuiteConfig:
+    """A printed command's options, parsed back as pytest would parse them."""
+    argv = shlex.split(printed)
+    parser = argparse.ArgumentParser()
+    add_options(parser.add_argument)
+    parser.add_argument("--snapshot-update", action="store_true")
+    parser.add_argument("-k")
+    known, rest = parser.parse_known_args(argv[1:])
+    assert [r for r in rest if r.startswith("-") and r != "--pyargs"] == [], rest
+    return SuiteConfig.from_options(vars(known).get, rootdir=rootdir)
+
+
+def test_every_printed_command_carries_every_comparability_setting(tmp_path):
+    for name in ("model", "data", "vsi"):
+        (tmp_path / name).mkdir()
+    cfg = SuiteConfig.from_options(
+        {
+            "benchc_model": str(tmp_path / "model"),
+            "benchc_model_args": "attn_implementation=eager",
+            "benchc_dataset": str(tmp_path / "data"),
+            "benchc_vsi_dataset": str(tmp_path / "vsi"),
+            "benchc_corruptions": "fog,blur",
+            "benchc_severities": "2-3",
+            "benchc_image_size": "224",
+            "benchc_seed": "7",
+            "benchc_vsi_support": "full",
+            "benchc_region_locator": "foreground",
+            "benchc_results_dir": str(tmp_path / "res"),
+            "benchc_cache_dir": str(tmp_path / "cache"),
+            "benchc_thresholds_dir": str(tmp_path / "th"),
+            "benchc_baseline": "release-1",
+            "benchc_dtype": "bfloat16",
+            "benchc_limit": "5",
+        }.get,
+        rootdir=tmp_path,
+    )
+    for printed in (command(cfg), command(cfg, update=True), command(cfg, extra=("-k", "fog-2"))):
+        back = _reparse(printed, tmp_path)
+        for key in RECORD_SETTINGS:
+            if key == "limit" and "--snapshot-update" in printed:
+                assert back.limit is None  # a baseline is recorded on the whole dataset
+                continue
+            assert getattr(back, key) == getattr(cfg, key), (key, printed)
+    # overrides replace exactly the setting they name
+    assert "--image-size=448" in command(cfg, image_size=448)
+    assert _reparse(command(cfg, baseline="other"), tmp_path).baseline == "other"
+
+
+def _record(status: str, figure: str, level: str, reason: str | None = None) -> dict:
+    return {"case": f"{level}-{figure}", "scope": level, "level": level, "figure": figure,
+            "status": status, "reason": reason, "baseline": 0.1, "current": 0.1,
+            "tolerance": 0.01, "mdr": 0.5, "z": 3.0, "floor": 0.01, "n": 10}  # fmt: skip
+
+
+def test_the_summary_says_each_kind_of_note_once_with_its_count():
+    powerless = "this gate cannot fail on this dataset: minimal detectable regression 0.5"
+    records = [_record("pass", "ras", "cell", powerless) for _ in range(95)]
+    records += [_record("pass", "r_c", "family", powerless) for _ in range(5)]
+    records += [_record("unchecked", "gap", "vsi", "no tower") for _ in range(3)]
+    lines = gate_summary(records)
+    power = [ln for ln in lines if ln.startswith("POWERLESS")]
+    assert power == [
+        "POWERLESS 100 gate(s) cannot fail on this dataset (r_c: 5 family; ras: 95 cell); "
+        "each one's numbers: the report"
+    ]
+    assert [ln for ln in lines if ln.startswith("UNCHECKED")] == [
+        "UNCHECKED 3 gates (gap: 3 vsi): no tower"
+    ]
+
+
+def _grid(n: int, seed: int = 0) -> GridEvidence:
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, 2, 4)).astype(np.float32)
+    return GridEvidence(
+        [f"s{i}" for i in range(n)], rng.integers(0, 4, n), np.full(n, 4), ["fog-1"], logits
+    )
+
+
+def _payload(ev: GridEvidence):
+    return build_payload(
+        ev, level="cell", scope="fog-1", model="m", dataset="d", info={}, seed=0,
+        z_for=lambda level: 3.0,
+    )  # fmt: skip
+
+
+def test_a_rule_switched_off_is_reported_never_failed_and_survives_a_merge():
+    rule = parse_rule("ras:higher:floor=0.02:off")
+    assert rule.off and str(rule) == "ras:higher:floor=0.02:off"
+    assert rule in merge_rules([rule], "cell")
+    base = _payload(_grid(40))
+    worse = _payload(_grid(40, seed=5))
+    base = base.with_rules([parse_rule(str(r) + ":off") for r in base.rules])
+    verdict = check(base, worse, z_for=lambda level: 3.0)
+    assert {o.status for o in verdict.outcomes} == {"off"}
+    assert all("switched off" in (o.reason or "") for o in verdict.outcomes)
+
+
+def test_a_smoke_run_is_checked_on_the_samples_both_sides_hold():
+    full = _grid(40)
+    base = _payload(full)
+    first = _payload(full.take(np.arange(12)))
+    verdict = check(base, first, z_for=lambda level: 3.0)
+    assert {o.status for o in verdict.outcomes} <= {"pass"}
+    assert all(o.n == 12 for o in verdict.outcomes)
+    assert "compared on the 12 samples both sides have (baseline 40)" in verdict.outcomes[0].reason
+
+
+def test_baselines_are_named_or_given_by_path(tmp_path):
+    th = tmp_path / "thresholds"
+    (th / "release").mkdir(parents=True)
+    (th / "release" / "test_model-ras.json").write_text("{}")
+    assert available(th) == ["release"]
+    assert normalise("release", th, tmp_path) == "release"
+    assert normalise("other/rel", th, tmp_path) == str((tmp_path / "other" / "rel").resolve())
+    ref = resolve(th, "release", None)
+    assert ref.folder == th / "release" and ref.name == "release"
+    assert resolve(th, None, "Org/Model-V2").folder == th / "org--model-v2"
+    path = resolve(th, str(tmp_path / "elsewhere" / "v1"), None)
+    assert path.name == "v1" and path.folder == tmp_path / "elsewhere" / "v1"
+    write_manifest(th / "release", {"environment": {"torch": "1.0"}})
+    assert available(th) == ["release"]  # the manifest is not a snapshot
+
+
+def test_provenance_names_what_differs():
+    now = provenance.environment()
+    assert set(now) == set(provenance.FIELDS)
+    assert provenance.differences(None, now) == []
+    was = {**now, "torch": "0.1", "device": "cuda:0 (H100)"}
+    assert provenance.differences(was, now) == [
+        f"torch 0.1 -> {now['torch']}",
+        f"device cuda:0 (H100) -> {now['device']}",
+    ]
+    assert set(provenance.numeric_versions()) == {"torch", "transformers"}
+
+
+def test_k_selecting_nothing_loads_nothing(pytester: pytest.Pytester, tmp_path):
+    """No suite case selected: no model and no dataset are opened (a model that cannot load is
+    never touched), and no hidden placeholder is reported as deselected."""
+    project = make_suite_project(pytester)
+    args = ["suite", f"--model={tmp_path / 'no-such-model'}", f"--dataset={tmp_path / 'none'}"]
+    result = project.runpytest_inprocess(*args, "-k", "no_such_case")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert "cannot be loaded" not in result.stderr.str()
+    assert "108 deselected" in result.stdout.str()  # 95+5+8 cases, no placeholder
