@@ -85,9 +85,17 @@ def _report(argv: Sequence[str]) -> int:
     return EXIT_GATE_FAILED if failed else EXIT_OK
 
 
-#: ``benchc report`` exit codes (README "Reading a gate failure"): no gate failed; a gate
-#: failed (``--baseline``); bad arguments or no such baseline; results that cannot be read.
-EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_UNREADABLE = 0, 1, 2, 3
+#: ``benchc report`` and ``benchc compare`` exit codes, each with what it means (the docs
+#: site's exit-code reference is generated from this table).
+EXIT_CODES: dict[int, str] = {
+    0: "done: no gate failed",
+    1: "a gate failed (`benchc report --baseline`)",
+    2: "usage error: bad arguments, no such baseline (the message lists those that exist), "
+    "runs that share no cell (`compare`)",
+    3: "a stored run cannot be read (damaged or foreign results folder: the message names the "
+    "file)",
+}
+EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_UNREADABLE = sorted(EXIT_CODES)
 
 
 def _baseline_folder(parser: argparse.ArgumentParser, run_dir: Path, given: Path) -> Path:
@@ -182,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
         lines = ["usage: benchc {select,report,compare} ...", ""]
         lines += [f"  {name:<8} {text}" for name, text in commands.items()]
-        lines += ["", "the suite itself: pytest --model=<hub id or folder> (see README)"]
+        lines += ["", "the suite itself: pytest --model=<hub id or folder> (docs/guides/)"]
         print(
             "\n".join(lines),
             file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout,

@@ -18,7 +18,7 @@ The reference measured in the same run is the reference model itself (fp32, its 
 size): its own check against itself must pass in every resample. Model outputs are stored under
 ``--results-dir`` and reused on a rerun.
 
-    python benchmarks/gate_power.py                       # the README table (~15 min, 2 cores)
+    python benchmarks/gate_power.py                       # docs/measurements.md (~15 min, 2 cores)
     python benchmarks/gate_power.py --resamples 3 --corruptions fog --quick   # a smoke run
 """
 

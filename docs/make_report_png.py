@@ -1,4 +1,4 @@
-"""Regenerate ``docs/report.png``, the README's picture of the report page.
+"""Regenerate ``docs/report.png``, the README's and docs site's picture of the report page.
 
 The embedded tiny model washed out with ``--benchc-degrade damp=0.3`` is run through the
 default suite against the committed thresholds (its gates fail, as they should), writing the

@@ -31,8 +31,9 @@ from benchc.metrics.vsi import ProbeResult, low_pool, matched_control, pool_prob
 
 #: The benign re-measurement behind every minimal detectable regression (MDR): i.i.d. Gaussian
 #: noise of this SD on every option logit, clean included. 0.05 is larger than what bfloat16,
-#: another batch size or 1e-3 weight noise did to the embedded model's logits (README, gate
-#: power), so an MDR is what a gate can still see through a realistic benign change.
+#: another batch size or 1e-3 weight noise did to the embedded model's logits
+#: (docs/measurements.md, gate power), so an MDR is what a gate can still see through a
+#: realistic benign change.
 BENIGN_LOGIT_SD = 0.05
 #: The VSI counterpart: each sample's VSI multiplied by exp(N(0, SD^2)) (a VSI is a KL of two
 #: softmaxes, so benign logit noise moves it by a relative amount), which moves samples across

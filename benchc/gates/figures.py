@@ -94,7 +94,7 @@ def gate(
 
 
 #: Floors are what a reviewer would call a real regression; measured benign changes (bf16,
-#: weight noise, batch size) stay well inside them (README, gate power).
+#: weight noise, batch size) stay well inside them (docs/measurements.md, gate power).
 #: ``consistency`` falls under *any* change, benign included (near-tied predictions flip), so
 #: it is reported at every level but gated at the model level only, with a 5-point floor.
 #: Cell-level R_w rests on the few clean-wrong samples of one cell: family and model R_w gate it.

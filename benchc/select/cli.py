@@ -8,8 +8,8 @@ Example (the embedded testbed)::
 The pool is ``--pool PATH`` (any format ``load_dataset`` accepts; repeat it for several source
 benchmarks, balanced by :mod:`benchc.select.pool` to ``--pool-size`` over sources and the task
 families of ``--family-key``) or ``--synthetic N`` (the seeded generator). The Bench-C recipe
-(six VLMEvalKit TSVs -> 4,000 -> 1,750 -> 849) is in the README. Each ``--selector`` is a
-``--model`` string for ``benchc.models.registry.load_backend``.
+(six VLMEvalKit TSVs -> 4,000 -> 1,750 -> 849) is in docs/guides/testbed.md. Each
+``--selector`` is a ``--model`` string for ``benchc.models.registry.load_backend``.
 """
 
 from __future__ import annotations

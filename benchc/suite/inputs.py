@@ -1,6 +1,6 @@
 """Checks of the dataset against the run's settings and the loaded model, before any case runs.
 
-Why: the README promises one usage error before any case, not one traceback per case. The
+Why: the docs promise one usage error before any case, not one traceback per case. The
 loaders check what a dataset holds by itself (:mod:`benchc.data.limits`); what depends on the
 run is checked here: the image's shorter side after resizing to ``--image-size`` (before the
 model loads), and, once the model is loaded, the prompt length in tokens against the model's

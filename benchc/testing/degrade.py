@@ -1,7 +1,7 @@
 """``--benchc-degrade``: a model washed out or made over-confident, known worse without training.
 
 :class:`DegradedBackend` (``damp``: image contrast kept; ``sharpen``: next-token logits scaled)
-wraps whatever ``--model`` selects; the suite's own tests and the README's example report use
+wraps whatever ``--model`` selects; the suite's own tests and the docs' example report use
 the hidden ``--benchc-degrade damp=0.3,sharpen=3``. It ships because the plugin selects it;
 the rest of the mutant zoo (:mod:`benchc.testing.dev.zoo`) is checkout-only test tooling.
 """

@@ -223,7 +223,7 @@ def test_suite_run_records_every_gate(name, root, pytester, tmp_path_factory) ->
     assert vsi["n"] == 4 and math.isfinite(vsi["info"]["median_vsi"])
 
 
-# -- runs by default: the families that cannot work are still the ones the README lists ---------
+# -- runs by default: the families that cannot work are still the ones the docs list -----------
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED))
 def test_unsupported_family_reason_still_holds(name) -> None:
     """Each listed family fails for the stated reason; when it stops failing (torchvision became
@@ -233,11 +233,11 @@ def test_unsupported_family_reason_still_holds(name) -> None:
     with pytest.raises(Exception) as info:
         check()
     assert "torchvision" in str(info.value).lower(), (
-        f"{name}: failed for another reason than the README states: {info.value}"
+        f"{name}: failed for another reason than docs/guides/models.md states: {info.value}"
     )
 
 
 def test_readme_lists_every_family_with_its_status() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "models.md").read_text()
     for name in [*FAMILIES, *UNSUPPORTED]:
-        assert f"`{name}`" in readme, f"README's architecture table misses {name}"
+        assert f"`{name}`" in readme, f"docs/guides/models.md's architecture table misses {name}"

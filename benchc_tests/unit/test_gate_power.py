@@ -1,7 +1,7 @@
 """``benchmarks/gate_power.py`` still works end to end, on a miniature configuration (a small
 testbed and VSI set, one corruption, two resamples): every zoo member runs through the real
 gates and gets its row, and the reference model never fails against itself. Opt-in
-(``-m gate_power``, its own ``.ci/run`` line); the README's table is the full run."""
+(``-m gate_power``, its own ``.ci/run`` line); docs/measurements.md's table is the full run."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """The option table (``benchc.suite.options``) is the one declaration of every benchc option:
-the command line, ``SuiteConfig`` and the README's options table all follow it."""
+the command line, ``SuiteConfig`` and the docs site's options reference all follow it."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 from dataclasses import fields
 from pathlib import Path
@@ -14,7 +15,7 @@ from benchc import spec
 from benchc.suite.config import SuiteConfig
 from benchc.suite.options import OPTIONS, add_options, default_of
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 #: A command-line value for every option (None: a switch) and the SuiteConfig field it gives,
 #: each unlike the default; ``rootdir`` stands for the rootdir the paths resolve against.
@@ -62,12 +63,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def test_readme_table_lists_exactly_the_declared_options():
-    text = README.read_text(encoding="utf-8")
-    table = text[text.index("| option | meaning (default) |") :].split("\n\n", 1)[0]
+def _gen_reference():
+    spec_ = importlib.util.spec_from_file_location("gen_reference", DOCS / "gen_reference.py")
+    module = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(module)
+    return module
+
+
+def test_the_reference_pages_are_generated_from_the_declarations():
+    # docs/reference/*.md is what `python docs/gen_reference.py` writes from the code
+    assert _gen_reference().stale() == [], "run: python docs/gen_reference.py"
+
+
+def test_the_options_reference_lists_exactly_the_declared_options():
+    text = (DOCS / "reference" / "options.md").read_text(encoding="utf-8")
+    table = text[text.index("| option | meaning |") :].split("\n\n", 1)[0]
     rows = [line.split("|")[1] for line in table.splitlines()[2:]]
     listed = [flag for row in rows for flag in re.findall(r"`(--[a-z][a-z-]*)", row)]
-    # syrupy's --snapshot-update records benchc's baselines: the table documents it too
+    # syrupy's --snapshot-update records benchc's baselines: the reference documents it too
     declared = [opt.flag for opt in OPTIONS if not opt.hidden] + ["--snapshot-update"]
     assert sorted(listed) == sorted(declared)
     assert len(listed) == len(set(listed))

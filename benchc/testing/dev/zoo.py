@@ -15,8 +15,8 @@ checkpoints. Three kinds live here:
 * **Benign variants** are settings of the real backend (bfloat16, another batch size) plus
   :func:`weight_noise`; ``benchmarks/gate_power.py`` runs them all through the gates.
 
-Every mutant takes a ``strength``; :data:`MEANINGFUL` names the strength the README's power table
-calls a meaningful regression.
+Every mutant takes a ``strength``; :data:`MEANINGFUL` names the strength the power table in
+docs/measurements.md calls a meaningful regression.
 """
 
 from __future__ import annotations
