@@ -47,8 +47,6 @@ display:inline-block}.bar.x{background:#d62728}.opt{display:grid;grid-template-c
 14px 1fr 90px 90px;gap:2px 6px;align-items:center;margin-top:4px}.opt .ans{font-weight:bold}
 """
 
-#: Verdict statuses folded into a <details> under the table.
-FOLDED = ("improved", "pass")
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("verdict", "Verdict"),
     ("table2", "Model-level robustness (Bench-C Table II)"),
@@ -104,9 +102,12 @@ def _table2(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _by_status(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    return {
-        st: [v for v in items if v.get("status") == st] for st in ("fail", "unchecked", *FOLDED)
-    }
+    """The gates by status, in the verdicts' order (the verdict template picks the ones it
+    lists, shows and folds away)."""
+    out: dict[str, list[dict[str, Any]]] = {"fail": [], "unchecked": [], "improved": [], "pass": []}
+    for v in items:
+        out.setdefault(str(v.get("status")), []).append(v)
+    return out
 
 
 def _verdict(doc: dict[str, Any]) -> str:
