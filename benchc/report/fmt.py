@@ -1,15 +1,10 @@
-"""How the page writes a value: HTML-escaped text and fixed-digit numbers ("n/a" when
-undefined, never 0)."""
+"""How the page writes a number: fixed digits, "n/a" when undefined (never 0); the templates
+use ``f`` and ``pct`` as filters (escaping is jinja2's autoescape)."""
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any
-
-
-def e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
 
 
 def f(x: Any, digits: int = 3, signed: bool = False) -> str:

@@ -8,13 +8,13 @@ overlaid dashed, so a figure and ``report.json`` cannot disagree. Output is dete
 
 from __future__ import annotations
 
-import html
 import io
 import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from markupsafe import Markup
 
 from benchc import spec
 from benchc.report.fmt import reference_series
@@ -456,10 +456,10 @@ def _no_gap_note(blocks: list[dict[str, Any]]) -> str:
         change = g.get("change_low")
         rate = "" if change is None else f", argmax change rate on the pool {change:.3f}"
         why.append(f"{s['label']}: {reason}{rate}")
-    return (
+    return Markup(
         '<p class="note fig-note">Encoder-LLM disconnect (VSI Fig. 2) not drawn: no series has '
-        "a probe accuracy on the low-VSI pool, so no gap (" + html.escape("; ".join(why)) + ").</p>"
-    )
+        "a probe accuracy on the low-VSI pool, so no gap ({}).</p>"
+    ).format("; ".join(why))
 
 
 def vsi_gap(doc: dict[str, Any]) -> str:

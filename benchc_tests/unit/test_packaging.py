@@ -49,6 +49,7 @@ def test_wheel_installs_and_runs_the_suite_outside_the_checkout(tmp_path: Path) 
     names = zipfile.ZipFile(wheel).namelist()
     assert "benchc_tests/suite/test_cells.py" in names and "benchc/plugin.py" in names
     assert "benchc/testing/serve.py" in names and "benchc/testing/degrade.py" in names
+    assert "benchc/report/templates/page.html.j2" in names  # the report page's templates
     assert not any(n.startswith("benchc/testing/dev/") for n in names)  # checkout-only tooling
     assert not any(
         n.startswith(("benchc_tests/unit/", "benchc_tests/browser/", "fixtures/")) for n in names
@@ -100,3 +101,13 @@ def test_wheel_installs_and_runs_the_suite_outside_the_checkout(tmp_path: Path) 
     # benchc wrote only where it was told to (dot-folders belong to other pytest plugins)
     written = sorted(p.name for p in user_repo.iterdir() if not p.name.startswith("."))
     assert written == ["cache", "four", "results", "thresholds"]
+    # the installed benchc renders its report page from the wheel's own templates
+    report = tmp_path / "report"
+    _run(
+        [python, "-m", "benchc.cli", "report", "results", "--baseline", "thresholds",
+         "--out", str(report), "--no-images"],
+        user_repo,
+        env,
+    )  # fmt: skip
+    page = (report / "report.html").read_text()
+    assert page.count('class="report-section"') >= 9 and "No gate failed" in page
