@@ -118,8 +118,11 @@ def pytest_collection_modifyitems(
     config.stash[BUDGET] = ErrorBudget(state.cfg.false_alarm_budget, _gate_counts(items))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker sends its collection to the controller
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Load what the cases that survived ``-k``/``-m`` need: nothing when none is the suite's."""
+    """Load what the cases that survived ``-k``/``-m`` need: nothing when none is the suite's.
+    A worker that cannot load runs none of the suite's cases, so it must drop them before xdist
+    reports what it collected."""
     config, items = session.config, session.items
     if config.option.collectonly or not any(collect.is_suite_item(i) for i in items):
         return

@@ -266,6 +266,11 @@ def test_killed_xdist_run_resumes_to_the_serial_figures(
         "--corruptions=noise",
         "--severities=1-3",
     ]
+    # a gate run needs its baseline (recording under -n 2 is refused): recorded serially from
+    # another results folder, so the killed run below still computes everything itself
+    grid = ["--corruptions=noise", "--severities=1-3", "--snapshot-update"]
+    first = [*_args(model_dir, small_dataset, corruption_cache, root, "first"), *grid]
+    project.runpytest_inprocess(*first).assert_outcomes(passed=12 + 1 + 6 + 2)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", *args, "-q", "-n", "2"],
         cwd=root,
