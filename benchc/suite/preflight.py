@@ -43,30 +43,42 @@ def _size(x: Any) -> str:
     return "the dataset's native size" if x is None else f"{x} px"
 
 
-def _grid_problems(cfg: SuiteConfig, fp: str, rec: Recorded) -> list[Problem]:
+def _source_problems(
+    recorded: dict, fp: str, cfg: SuiteConfig, *, flag: str, key: str, spec: str | None,
+    whose: str, ours: str,
+) -> list[Problem]:
+    """The dataset (by fingerprint) and image size one side of the baseline was recorded on,
+    against this run's (``cfg`` resolved for that side): the grid's or the VSI gates'."""
     out: list[Problem] = []
-    g, man = rec.grid, rec.manifest
-    if g.get("dataset_fingerprint") not in (None, fp):
-        spec = man.get("dataset")
+    if recorded.get("dataset_fingerprint") not in (None, fp):
         out.append(
             (
-                "--dataset",
-                f"the baseline was recorded on '{g.get('dataset')}'"
+                flag,
+                f"{whose} was recorded on '{recorded.get('dataset')}'"
                 + (f" ({spec})" if spec else "")
-                + f", fingerprint {str(g['dataset_fingerprint'])[:12]}; this run's "
+                + f", fingerprint {str(recorded['dataset_fingerprint'])[:12]}; this run's "
                 f"{cfg.dataset} has {fp[:12]}",
-                {"dataset": spec or UNKNOWN},
+                {key: spec or UNKNOWN},
             )
         )
-    if "image_size" in g and g["image_size"] != cfg.resolved_image_size():
+    if "image_size" in recorded and recorded["image_size"] != cfg.resolved_image_size():
         out.append(
             (
                 "--image-size",
-                f"the baseline was recorded at {_size(g['image_size'])}, this run uses "
+                f"{whose} was recorded at {_size(recorded['image_size'])}, {ours} uses "
                 f"{_size(cfg.resolved_image_size())}",
-                {"image_size": g["image_size"]},
+                {"image_size": recorded["image_size"]},
             )
         )
+    return out
+
+
+def _grid_problems(cfg: SuiteConfig, fp: str, rec: Recorded) -> list[Problem]:
+    g = rec.grid
+    out = _source_problems(
+        g, fp, cfg, flag="--dataset", key="dataset", spec=rec.manifest.get("dataset"),
+        whose="the baseline", ours="this run",
+    )  # fmt: skip
     if g.get("seed") is not None and g["seed"] != cfg.seed:
         out.append(
             (
@@ -94,30 +106,12 @@ def _grid_problems(cfg: SuiteConfig, fp: str, rec: Recorded) -> list[Problem]:
 
 
 def _vsi_problems(cfg: SuiteConfig, vsi_fp: str, rec: Recorded) -> list[Problem]:
-    out: list[Problem] = []
-    v, man = rec.vsi, rec.manifest
     vsi_cfg = replace(cfg, dataset=cfg.resolved_vsi_dataset())
-    if v.get("dataset_fingerprint") not in (None, vsi_fp):
-        spec = man.get("vsi_dataset")
-        out.append(
-            (
-                "--vsi-dataset",
-                f"the VSI gates' baseline was recorded on '{v.get('dataset')}'"
-                + (f" ({spec})" if spec else "")
-                + f", fingerprint {str(v['dataset_fingerprint'])[:12]}; this run's "
-                f"{vsi_cfg.dataset} has {vsi_fp[:12]}",
-                {"vsi_dataset": spec or UNKNOWN},
-            )
-        )
-    if "image_size" in v and v["image_size"] != vsi_cfg.resolved_image_size():
-        out.append(
-            (
-                "--image-size",
-                f"the VSI baseline was recorded at {_size(v['image_size'])}, this run's VSI set "
-                f"uses {_size(vsi_cfg.resolved_image_size())}",
-                {"image_size": v["image_size"]},
-            )
-        )
+    out = _source_problems(
+        rec.vsi, vsi_fp, vsi_cfg, flag="--vsi-dataset", key="vsi_dataset",
+        spec=rec.manifest.get("vsi_dataset"), whose="the VSI gates' baseline",
+        ours="this run's VSI set",
+    )  # fmt: skip
     if rec.vsi_support is not None and rec.vsi_support != cfg.vsi_support:
         out.append(
             (
