@@ -124,7 +124,10 @@ def build(report_dir: Path, *, thresholds_dir: Path | None = None) -> Bundle:
         **{f"env/{k}": v for k, v in env.items()},
     }
     snapshots = None
-    if thresholds_dir is not None and params["model"]:
+    named = ((doc.get("sides") or {}).get("baseline") or {}).get("source")
+    if named and Path(named).is_dir():  # the baseline the run was gated against (--baseline)
+        snapshots = Path(named)
+    elif thresholds_dir is not None and params["model"]:  # the model's own name
         candidate = Path(thresholds_dir) / slug(params["model"])
         snapshots = candidate if candidate.is_dir() else None
     return Bundle(

@@ -66,6 +66,21 @@ def test_bundle_carries_verdict_gated_figures_environment_and_report(report_dir,
     assert b.snapshots_dir == snapshots / "toy-vlm"
 
 
+def test_bundle_carries_the_named_baseline_a_candidate_was_gated_against(
+    report_dir, snapshots, tmp_path
+):
+    # --baseline release-1: the snapshots are the release's, not the candidate's own name's
+    named = snapshots / "release-1"
+    named.mkdir()
+    copy = tmp_path / "report"
+    copy.mkdir()
+    doc = json.loads((report_dir / "report.json").read_text())
+    doc["sides"] = {"candidate": {"name": "toy-vlm", "source": "results/toy-vlm"},
+                    "baseline": {"name": "release-1", "source": str(named)}}  # fmt: skip
+    (copy / "report.json").write_text(json.dumps(doc))
+    assert bundle_mod.build(copy, thresholds_dir=snapshots).snapshots_dir == named
+
+
 @pytest.mark.parametrize(
     ("counts", "available", "want"),
     [({"fail": 1, "pass": 3}, True, "fail"), ({"unchecked": 1, "pass": 3}, True, "unchecked"),
