@@ -77,13 +77,33 @@ def resize_longer(image: Image.Image, size: int | None) -> Image.Image:
     return image.resize(new, Image.Resampling.BICUBIC)
 
 
+def is_prepared(image: object, size: int | None) -> bool:
+    """Whether ``image`` is what :func:`prepare` returns for ``size``: a C-contiguous (H, W, 3)
+    uint8 array whose longer side is ``size`` (any, for ``None``) and shorter side at least
+    :data:`MIN_SIDE`. ``prepare`` leaves such pixels as they are."""
+    return (
+        isinstance(image, np.ndarray)
+        and image.dtype == np.uint8
+        and image.ndim == 3
+        and image.shape[2] == 3
+        and image.flags.c_contiguous
+        and (size is None or max(image.shape[:2]) == size)
+        and min(image.shape[:2]) >= MIN_SIDE
+    )
+
+
 def prepare(
     image: Image.Image | np.ndarray, size: int | None, *, what: str = "image"
 ) -> np.ndarray:
     """RGB-convert, resize, check the minimum side and return a contiguous (H, W, 3) uint8 array.
 
-    ``what`` names the image in errors (e.g. ``"sample 'q17' (data/images/q17.png)"``).
+    A read-only array that is already prepared is returned as it is (no copy: the suite's kept
+    images go through here once per condition); a writeable one is copied, so the caller may
+    change the result. ``what`` names the image in errors (e.g. ``"sample 'q17' (data/images/
+    q17.png)"``).
     """
+    if isinstance(image, np.ndarray) and not image.flags.writeable and is_prepared(image, size):
+        return image
     rgb = resize_longer(to_rgb(image), size)
     if min(rgb.size) < MIN_SIDE:
         raise ValueError(

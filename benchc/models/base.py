@@ -52,6 +52,9 @@ class BatchOutput:
     top_logprobs: np.ndarray | None = None
     letter_counts: np.ndarray | None = None
     n_unparsed: np.ndarray | None = None
+    #: float32 (B, D) pooled vision features of the pass's own tower run, when asked
+    #: (``forward(features=True)``, white-box backends with a tower).
+    features: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

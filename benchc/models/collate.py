@@ -98,12 +98,15 @@ def score(
     top_k: int | None = None,
     mix_lengths: bool = True,
     progress: Callable[[int], None] | None = None,
+    features: bool = False,
 ) -> BatchOutput:
     """Run ``backend`` over ``queries`` in length-grouped batches; rows in input order.
 
     ``batch_size`` defaults to ``backend.batch_size``; ``progress`` is called with the number of
-    queries finished after each batch.
+    queries finished after each batch; ``features`` asks the backend for each image's pooled
+    vision features from the same pass (a backend that takes the argument).
     """
+    extra = {"features": True} if features else {}
     if len(queries) == 0:
         raise ValueError("score() needs at least one query")
     collator = Collator(
@@ -111,7 +114,7 @@ def score(
     )
     outputs = []
     for batch in collator.batches():
-        outputs.append(backend.forward(batch, distribution=distribution, top_k=top_k))
+        outputs.append(backend.forward(batch, distribution=distribution, top_k=top_k, **extra))
         if progress is not None:
             progress(len(batch))
     return collator.restore(outputs)

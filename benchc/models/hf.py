@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from benchc.data.images import MIN_SIDE, prepare
+from benchc.data.images import is_prepared, prepare
 from benchc.models.args import HF_ARGS, fingerprint_part
 from benchc.models.base import Backend, BatchOutput, Capabilities, Query
 from benchc.models.gpus import FLASH, load_with_attention, worker_gpus
@@ -28,7 +28,13 @@ from benchc.models.letters import require_letters, resolve_letters
 from benchc.models.processors import image_backend, load_processor, render_chat
 from benchc.models.prompt import chat_messages, template_kwargs
 from benchc.models.source import Source, folder_hash, resolve_source, slug
-from benchc.models.vision import find_vision_tower, pooled_vision_features
+from benchc.models.text_side import TextSide
+from benchc.models.vision import (
+    TowerOutput,
+    find_vision_tower,
+    pool_tower_output,
+    pooled_vision_features,
+)
 from benchc.spec import LETTERS, PROMPT_VERSION, format_question
 
 log = logging.getLogger(__name__)
@@ -62,21 +68,6 @@ class PreparedBatch:
 
     def __len__(self) -> int:
         return len(self.images)
-
-
-def _prepared_already(image: Any, size: int | None) -> bool:
-    """Whether ``prepare(image, size)`` would return ``image`` unchanged (RGB uint8, C-order,
-    longer side ``size``): ``prepare`` is the identity on what it returned."""
-    return (
-        isinstance(image, np.ndarray)
-        and image.dtype == np.uint8
-        and image.ndim == 3
-        and image.shape[2] == 3
-        and image.flags.c_contiguous
-        and size is not None
-        and max(image.shape[:2]) == size
-        and min(image.shape[:2]) >= MIN_SIDE
-    )
 
 
 def _sub_batch(batch: PreparedBatch, start: int, stop: int) -> PreparedBatch:
@@ -192,6 +183,7 @@ class HFBackend(Backend):
         self._image_tokens: dict[tuple[int, int], int] = {}  # image (H, W) -> image tokens
         self._copy_stream: Any = None
         self._processor_pool: Any = None
+        self._text_sides: tuple[Any, TextSide] | None = None
         if self.device.type == "cuda":  # beside a CPU model the cores are busy already
             from benchc.models.workers import default_workers
 
@@ -303,9 +295,19 @@ class HFBackend(Backend):
 
     # ----------------------------------------------------------------------------- scoring
     def forward(
-        self, queries: Sequence[Query], *, distribution: bool = False, top_k: int | None = None
+        self,
+        queries: Sequence[Query],
+        *,
+        distribution: bool = False,
+        top_k: int | None = None,
+        features: bool = False,
     ) -> BatchOutput:
-        return self.forward_prepared(self.prepare(queries), distribution=distribution, top_k=top_k)
+        """Score a batch (:meth:`Backend.forward`); ``features`` also returns the pooled vision
+        features of the images, taken from this pass's own tower run (:meth:`vision_features`
+        without encoding the images again)."""
+        return self.forward_prepared(
+            self.prepare(queries), distribution=distribution, top_k=top_k, features=features
+        )
 
     def prepare(self, queries: Sequence[Query]) -> PreparedBatch:
         """Everything of a batch that runs on the CPU: prompts, the processor, the dtype cast
@@ -357,13 +359,18 @@ class HFBackend(Backend):
         return not (bos and prompts[0].startswith(bos))
 
     def forward_prepared(
-        self, batch: PreparedBatch, *, distribution: bool = False, top_k: int | None = None
+        self,
+        batch: PreparedBatch,
+        *,
+        distribution: bool = False,
+        top_k: int | None = None,
+        features: bool = False,
     ) -> BatchOutput:
         """Run a batch from :meth:`prepare`. The device is waited on once, where the results are
         read (the finiteness check travels with them instead of syncing on its own)."""
         if top_k is not None and top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
-        logprobs, bad = self._logprobs(batch)
+        logprobs, bad, pooled = self._logprobs(batch, features=features)
         option_logits = _option_logits(logprobs, self.letters, batch.ks)
         _raise_if_bad(self.name, bad, batch.names)
         option_mass = np.nansum(np.exp(option_logits.astype(np.float64)), axis=1).astype(np.float32)
@@ -374,6 +381,8 @@ class HFBackend(Backend):
             out["top_logprobs"] = values.cpu().numpy()
         if distribution:
             out["logprobs"] = logprobs.cpu().numpy()
+        if pooled is not None:
+            out["features"] = pooled.cpu().numpy().astype(np.float32)
         return BatchOutput(**out)
 
     def prompt_logprobs(
@@ -393,12 +402,15 @@ class HFBackend(Backend):
             raise ValueError(f"{len(images)} images but {len(prompts)} prompts")
         names = list(names) if names is not None else [f"batch row {i}" for i in range(len(images))]
         batch = PreparedBatch(images=list(images), prompts=list(prompts), names=names, ks=[])
-        logprobs, bad = self._logprobs(batch)
+        logprobs, bad, _ = self._logprobs(batch)
         _raise_if_bad(self.name, bad.cpu(), names)
         return logprobs
 
-    def _logprobs(self, batch: PreparedBatch) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, V) log-softmax and the (B,) rows with non-finite logits, both left on the device.
+    def _logprobs(
+        self, batch: PreparedBatch, *, features: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """(B, V) log-softmax and the (B,) rows with non-finite logits, both left on the device,
+        and (``features``) the (B, D) pooled vision features of this pass's tower run.
 
         On CUDA out-of-memory the batch is split in halves (the size that fit is kept in
         :attr:`max_rows`). The retry runs outside the ``except`` block, after the failed
@@ -409,8 +421,9 @@ class HFBackend(Backend):
         if n > limit:
             batch.inputs = batch.ready = None  # the parts are built at their own size
             parts = [_sub_batch(batch, i, i + limit) for i in range(0, n, limit)]
-            out = [self._logprobs(p) for p in parts]
-            return torch.cat([o[0] for o in out]), torch.cat([o[1] for o in out])
+            out = [self._logprobs(p, features=features) for p in parts]
+            pooled = torch.cat([o[2] for o in out]) if features else None
+            return torch.cat([o[0] for o in out]), torch.cat([o[1] for o in out]), pooled
         inputs, ready = batch.inputs, batch.ready
         batch.inputs = batch.ready = None  # the batch does not keep them past this pass
         if inputs is None:
@@ -419,7 +432,7 @@ class HFBackend(Backend):
             )
         failed = False
         try:
-            logits = self._last_logits(inputs, ready)
+            logits, pooled = self._last_logits(inputs, ready, features=features, n=n)
         except torch.OutOfMemoryError:
             if n == 1:
                 raise
@@ -431,21 +444,29 @@ class HFBackend(Backend):
             log.warning("CUDA OOM at batch %d; retrying in batches of %d", n, half)
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
-            return self._logprobs(batch)
+            return self._logprobs(batch, features=features)
         self.largest_batch = max(self.largest_batch, n)
         bad = (~torch.isfinite(logits)).any(dim=-1)
-        return torch.log_softmax(logits, dim=-1), bad
+        return torch.log_softmax(logits, dim=-1), bad, pooled
 
-    def _last_logits(self, inputs: dict, ready: Any = None) -> torch.Tensor:
-        """One forward pass; float32 (B, V) logits of the last position."""
+    def _last_logits(
+        self, inputs: dict, ready: Any = None, *, features: bool = False, n: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One forward pass; float32 (B, V) logits of the last position, and (``features``) the
+        (n, D) pooled output of the tower as this pass ran it."""
         if ready is not None:  # inputs copied on the side stream: wait for them on this one
             stream = torch.cuda.current_stream(self._input_device)
             stream.wait_event(ready[0])
             for v in inputs.values():
                 v.record_stream(stream)
         with torch.inference_mode():
-            out = self.model(**inputs, **self._keep_kwargs, use_cache=False)
-        return out.logits[:, -1, :].float()
+            if not features:
+                out = self.model(**inputs, **self._keep_kwargs, use_cache=False)
+                return out.logits[:, -1, :].float(), None
+            with TowerOutput(self.model) as seen:
+                out = self.model(**inputs, **self._keep_kwargs, use_cache=False)
+            pooled = pool_tower_output(seen.tower, seen.output(), inputs, n)
+        return out.logits[:, -1, :].float(), pooled
 
     def _model_inputs(
         self, images: Sequence[np.ndarray], prompts: Sequence[str], *, device: bool = True
@@ -453,20 +474,53 @@ class HFBackend(Backend):
         """The processor's tensors for one batch (on the input device unless ``device=False``:
         then on the CPU, as the processor made them)."""
         pil = [[self._pil(img)] for img in images]
-        # A fast tokenizer is not safe across threads while its padding is set ("Already
-        # borrowed"): the pipeline's planning and preparing threads take turns.
-        with self._tokenizer_lock:
-            inputs = self.processor(
-                images=pil,
-                text=list(prompts),
-                padding=True,
-                return_tensors="pt",
-                add_special_tokens=self._add_special(prompts),
-            )
-        # A processor may add training targets (PaliGemma: ``labels``); with them the model
-        # computes a loss over the kept logits only, which fails. Scoring never needs them.
-        inputs = {k: v for k, v in inputs.items() if k not in _TRAINING_KEYS}
+        add_special = self._add_special(prompts)
+
+        def whole() -> dict:
+            # A fast tokenizer is not safe across threads while its padding is set ("Already
+            # borrowed"): the pipeline's planning and preparing threads take turns.
+            with self._tokenizer_lock:
+                out = self.processor(
+                    images=pil,
+                    text=list(prompts),
+                    padding=True,
+                    return_tensors="pt",
+                    add_special_tokens=add_special,
+                )
+            # A processor may add training targets (PaliGemma: ``labels``); with them the model
+            # computes a loss over the kept logits only, which fails. Scoring never needs them.
+            return {k: v for k, v in out.items() if k not in _TRAINING_KEYS}
+
+        def image_part() -> dict:
+            return dict(self.processor.image_processor(images=pil, return_tensors="pt"))
+
+        # Each sample's text tensors are made once per run (models/text_side.py).
+        text_side = self._text_side()
+        keys = [(p, im[0].height, im[0].width) for p, im in zip(prompts, pil, strict=True)]
+        inputs = text_side.compose(keys, image_part, whole)
+        if inputs is None:
+            inputs = whole()
+            text_side.record(keys, inputs)
         return self._device_inputs(inputs)[0] if device else inputs
+
+    def _text_side(self) -> TextSide:
+        """The per-sample text tensors of the current processor (a new processor, a new one)."""
+        held = self._text_sides
+        if held is not None and held[0] is self.processor:
+            return held[1]
+        side = TextSide(self.tokenizer.pad_token_id, self.tokenizer.padding_side)
+        image_processor = getattr(self.processor, "image_processor", None)
+        if image_processor is None:
+            side.enabled = False
+        else:
+            probe = [[Image.new("RGB", (self.image_size or 64, self.image_size or 64))]]
+            try:
+                side.image_keys = frozenset(image_processor(images=probe, return_tensors="pt"))
+            except Exception as err:  # composing is an optimisation: the processor still runs
+                log.info("per-sample text tensors off: image processor alone fails (%s)", err)
+                side.enabled = False
+        self._text_sides = (self.processor, side)
+        return side
 
     def _device_inputs(self, inputs: Mapping[str, torch.Tensor]) -> tuple[dict, Any]:
         """``inputs`` on the input device, floating point ones in the model's dtype; on CUDA cast
@@ -503,8 +557,8 @@ class HFBackend(Backend):
         return prompt
 
     def _pil(self, image: np.ndarray) -> Image.Image:
-        if _prepared_already(image, self.image_size):  # the suite's images: skip two copies
-            return Image.fromarray(image)
+        if self.image_size is not None and is_prepared(image, self.image_size):
+            return Image.fromarray(image)  # the suite's images: skip two copies
         return Image.fromarray(prepare(image, self.image_size))
 
     # ----------------------------------------------------------------------------- vision

@@ -69,15 +69,43 @@ def pooled_vision_features(
     ``image_grid_thw`` (Qwen-VL-style).
     """
     tower = find_vision_tower(model)
-    captured: list[Any] = []
-    handle = tower.register_forward_hook(lambda _m, _i, out: captured.append(out))
-    try:
+    with TowerOutput(model) as seen:
         _run_tower(model, tower, image_inputs)
-    finally:
-        handle.remove()
-    if not captured:
-        raise ValueError(f"{type(model).__name__} never ran its vision tower")
-    out = captured[-1]
+    return pool_tower_output(tower, seen.output(), image_inputs, n_images)
+
+
+class TowerOutput:
+    """The vision tower's output during a ``with`` block (a forward hook): the scoring pass that
+    already runs the tower hands its features to the gap probe, instead of a second encoding
+    of the same images (``HFBackend.forward(features=True)``)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+        self.tower = find_vision_tower(model)
+        self._captured: list[Any] = []
+        self._handle: Any = None
+
+    def __enter__(self) -> TowerOutput:
+        self._handle = self.tower.register_forward_hook(
+            lambda _m, _i, out: self._captured.append(out)
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.remove()
+
+    def output(self) -> Any:
+        """The tower's last output in the block."""
+        if not self._captured:
+            raise ValueError(f"{type(self.model).__name__} never ran its vision tower")
+        return self._captured[-1]
+
+
+def pool_tower_output(
+    tower: torch.nn.Module, out: Any, image_inputs: dict[str, Any], n_images: int
+) -> torch.Tensor:
+    """(n_images, D) mean of final-layer patch tokens of the tower's output ``out`` for
+    ``image_inputs`` (see :func:`pooled_vision_features`)."""
     hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
     if hidden.dim() == 5 and "aspect_ratio_mask" in image_inputs:
         # Mllama: (B, images, tiles, 1 + patches, D x (1 + intermediate layers)); the final

@@ -44,8 +44,15 @@ def _size(x: Any) -> str:
 
 
 def _source_problems(
-    recorded: dict, fp: str, cfg: SuiteConfig, *, flag: str, key: str, spec: str | None,
-    whose: str, ours: str,
+    recorded: dict,
+    fp: str,
+    cfg: SuiteConfig,
+    *,
+    flag: str,
+    key: str,
+    spec: str | None,
+    whose: str,
+    ours: str,
 ) -> list[Problem]:
     """The dataset (by fingerprint) and image size one side of the baseline was recorded on,
     against this run's (``cfg`` resolved for that side): the grid's or the VSI gates'."""

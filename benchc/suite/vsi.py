@@ -7,7 +7,9 @@ full next-token distributions of a real model (150k-token vocabularies) would no
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -65,16 +67,21 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
         raise VSIUnavailable(f"{backend.name}: VSI needs next-token (top-k) log-probabilities")
     clean, blurred, located, fallback, whole_images = run.vsi_inputs(start, stop)
 
-    def scored(queries: list[Query]) -> BatchOutput:
+    # The gap probe's features come from the clean and blurred passes' own tower runs where the
+    # backend can hand them over; else the tower encodes the images once more.
+    in_pass = caps.vision_tower and "features" in inspect.signature(backend.forward).parameters
+
+    def scored(queries: list[Query], features: bool = False) -> BatchOutput:
         try:
-            out = score(backend, queries, batch_size=run.batch_size, **kwargs)
+            out = score(backend, queries, batch_size=run.batch_size, features=features, **kwargs)
         except NotImplementedError as exc:  # a server that turned out to give no log-probs
             raise VSIUnavailable(f"{backend.name}: {exc}") from exc
         if out.top_ids is None or (kwargs["distribution"] and out.logprobs is None):
             raise VSIUnavailable(f"{backend.name}: the backend returned no next-token distribution")
         return out
 
-    c, b = scored(run._queries(clean, start)), scored(run._queries(blurred, start))
+    c = scored(run._queries(clean, start), features=in_pass)
+    b = scored(run._queries(blurred, start), features=in_pass)
     whole = run._queries(whole_images, start)
     w = whole_pass(whole, fallback, b, scored)
     logits = np.full((stop - start, run.k_max), np.nan, dtype=np.float32)
@@ -104,7 +111,10 @@ def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndar
     else:
         arrays["top1_clean"] = c.top_ids[:, 0].astype(np.int64)
         arrays["vsi_topk"] = np.full(stop - start, kwargs["top_k"], dtype=np.int64)
-    if caps.vision_tower:
+    if caps.vision_tower and c.features is not None and b.features is not None:
+        arrays["features_clean"] = np.asarray(c.features, np.float32)
+        arrays["features_blur"] = np.asarray(b.features, np.float32)
+    elif caps.vision_tower:
         try:
             arrays["features_clean"] = np.asarray(backend.vision_features(clean), np.float32)
             arrays["features_blur"] = np.asarray(backend.vision_features(blurred), np.float32)
@@ -122,6 +132,8 @@ def whole_pass(
     """The whole-image-blurred pass. A row whose region blur already fell back to the whole
     image has that very image, so its region output is reused and only the other rows are
     scored (a dataset without regions costs no third pass)."""
+    if region.features is not None:  # the whole pass needs no tower features
+        region = replace(region, features=None)
     if fallback.all():
         return region
     if not fallback.any():

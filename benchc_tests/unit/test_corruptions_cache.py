@@ -25,6 +25,7 @@ from benchc.corruptions import (
     materialize,
     prefill,
 )
+from benchc.corruptions.cache import CHECKSUM_CHUNK, SHA256_CHUNK, pixel_crc, pixel_digest
 from benchc.data.images import prepare
 from benchc.spec import CLEAN, CORRUPTIONS, all_conditions
 
@@ -113,6 +114,56 @@ def test_entry_with_valid_format_but_other_pixels_is_a_miss(tmp_path):
     assert cache.get(a_key()) is None  # decodes fine, fails its checksum: recomputed
     Image.fromarray(array).save(path)  # right pixels, no checksum (an older cache): a miss too
     assert cache.get(a_key()) is None
+
+
+def png_rows_filters(data: bytes) -> set[int]:
+    """The filter type of every row of an 8-bit RGB PNG's image data."""
+    import struct
+    import zlib
+
+    pos, idat, width = 8, b"", None
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width = struct.unpack(">I", body[:4])[0]
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = 1 + 3 * width
+    return {raw[i] for i in range(0, len(raw), stride)}
+
+
+def test_entries_use_one_fast_filter_and_a_crc_checksum(tmp_path):
+    cache = CorruptionCache(tmp_path)
+    array = corrupt(images(1)[0][1], "gaussian_noise", 3, seed=0, sample_id="s0")
+    path = cache.put(a_key(), array)
+    data = path.read_bytes()
+    assert png_rows_filters(data) == {2}  # "Up" on every row: no Paeth rows to undo
+    with Image.open(path) as im:
+        assert im.info[CHECKSUM_CHUNK] == pixel_crc(array)
+        assert np.array_equal(np.asarray(im), array)
+    hit = cache.read(a_key(), array.shape)
+    assert hit is not None and hit[1] == data  # the file's bytes, for servers
+
+
+def test_entries_written_by_earlier_versions_still_hit(tmp_path):
+    """sha256 checksum, Pillow's adaptive filters: read and checked as they are, not redone."""
+    from PIL import PngImagePlugin
+
+    cache = CorruptionCache(tmp_path)
+    array = images(1)[0][1]
+    path = cache.path(a_key())
+    path.parent.mkdir(parents=True)
+    meta = PngImagePlugin.PngInfo()
+    meta.add_text(SHA256_CHUNK, pixel_digest(array))
+    Image.fromarray(array).save(path, compress_level=1, pnginfo=meta)
+    assert cache.get(a_key(), array.shape).tobytes() == array.tobytes()
+    damaged = array.copy()
+    damaged[1, 2, 0] ^= 1
+    Image.fromarray(damaged).save(path, compress_level=1, pnginfo=meta)
+    assert cache.get(a_key(), array.shape) is None
 
 
 def test_default_root_follows_the_environment(monkeypatch, tmp_path):

@@ -120,7 +120,7 @@ def test_out_of_memory_halves_the_batch(backend, queries, monkeypatch) -> None:
     alive_at_retry: list[list[bool]] = []
     failed: list[weakref.ref] = []
 
-    def flaky(inputs, ready=None):
+    def flaky(inputs, ready=None, **kwargs):
         n = inputs["input_ids"].shape[0]
         sizes.append(n)
         if failed:  # a retry: the failed attempt's tensors must be gone by now
@@ -130,7 +130,7 @@ def test_out_of_memory_halves_the_batch(backend, queries, monkeypatch) -> None:
             activations = torch.zeros(1 << 20)
             failed.extend([weakref.ref(activations), weakref.ref(inputs["pixel_values"])])
             raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
-        return real(inputs, ready)
+        return real(inputs, ready, **kwargs)
 
     monkeypatch.setattr(backend, "_last_logits", flaky)
     try:

@@ -134,6 +134,24 @@ def test_vsi_inputs_made_ahead_give_the_plain_loops_arrays(data_dir, tmp_path) -
     assert run._vsi_ahead == {}
 
 
+def test_vsi_takes_the_probe_features_from_its_own_passes(data_dir, tmp_path, monkeypatch):
+    """The clean and blurred passes hand over their tower's pooled output: the same features,
+    bit for bit, as encoding the images a second time (``vision_features``), which never runs."""
+    from benchc.suite.vsi import vsi_arrays
+
+    inner = tiny_backend_cached()
+    # OffCPU's forward takes no ``features``: the probe's features are encoded again
+    encoded_again = vsi_arrays(_run(data_dir, tmp_path, OffCPU(inner), "vsi-encoded-again"))
+    monkeypatch.setattr(
+        type(inner), "vision_features", lambda self, images: pytest.fail("encoded again")
+    )
+    got = vsi_arrays(_run(data_dir, tmp_path, inner, "vsi-in-pass"))
+    assert sorted(got) == sorted(encoded_again)
+    for name, array in encoded_again.items():
+        np.testing.assert_array_equal(got[name], array, err_msg=name)
+    assert got["features_clean"].shape == (20, inner.model.config.vision_config.hidden_size)
+
+
 def test_a_failed_build_ahead_surfaces_at_its_own_chunk(data_dir, tmp_path) -> None:
     remote = OffCPU(tiny_backend_cached())
     run = _run(data_dir, tmp_path, remote, "failing")
@@ -276,6 +294,18 @@ def test_prepared_images_are_hashed_once_and_forgotten_with_them(monkeypatch) ->
     del array
     gc.collect()
     assert key not in batch._HASHES
+
+
+def test_prepare_returns_a_kept_image_as_it_is_and_copies_a_writeable_one() -> None:
+    from benchc.data.images import prepare
+
+    array = (np.arange(96 * 64 * 3) % 251).astype(np.uint8).reshape(96, 64, 3)
+    copied = prepare(array, 96)
+    assert copied is not array and np.array_equal(copied, array)  # the caller may change it
+    array.flags.writeable = False
+    assert prepare(array, 96) is array  # a kept image: no copy, no re-hash
+    assert prepare(array, None) is array
+    assert prepare(array, 64).shape == (64, 43, 3)
 
 
 @pytest.mark.slow

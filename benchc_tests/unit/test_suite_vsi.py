@@ -3,6 +3,8 @@ their region output (the same image), the others are scored, and row order is ke
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from benchc.models.base import BatchOutput, Query
@@ -38,3 +40,8 @@ def test_fallback_rows_reuse_the_region_output_and_the_rest_are_scored_in_order(
     assert whole_pass(whole, np.ones(5, bool), region, scored) is region and seen == []
     whole_pass(whole, np.zeros(5, bool), region, scored)
     assert seen == [[f"s{i}" for i in range(5)]]
+    # the region pass's tower features (the gap probe's) are not the whole pass's
+    with_features = replace(region, features=np.ones((5, 3), np.float32))
+    out = whole_pass(whole, fallback, with_features, scored)
+    assert out.features is None
+    np.testing.assert_array_equal(out.option_logits[:, 0], [10, 101, 12, 103, 104])
