@@ -99,13 +99,21 @@ class Lookahead:
 
         self._ahead[ident] = self._planner.submit(job)
 
-    def take(self, ident: ChunkId, build: Callable[[], tuple[Sequence[Query], Any]]) -> Chunk:
-        """Chunk ``ident``: the one built ahead, else built now on this thread."""
+    def take(
+        self,
+        ident: ChunkId,
+        build: Callable[[], tuple[Sequence[Query], Any]],
+        *,
+        ahead: bool = False,
+    ) -> Chunk:
+        """Chunk ``ident``: the one built ahead, else built now on this thread -- its batches
+        then prepared in the background one ahead of the one running when ``ahead`` (the
+        first chunk of a pipelined run), else each when it runs."""
         pending = self._ahead.pop(ident, None)
         if pending is not None:
             return pending.result()
         queries, extra = build()
-        return self._plan(queries, extra, ahead=False)
+        return self._plan(queries, extra, ahead=ahead)
 
     def discard(self, keep: Callable[[ChunkId], bool] = lambda ident: False) -> None:
         """Drop the chunks built ahead that ``keep`` rejects (all by default), waiting for any

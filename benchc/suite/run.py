@@ -201,7 +201,9 @@ class SuiteRun:
         spec.parse_condition(key)  # clear error for a bad key
 
         def compute(start: int, stop: int) -> dict[str, np.ndarray]:
-            chunk = self.lookahead.take((key, start, stop), self._builder(key, start, stop))
+            chunk = self.lookahead.take(
+                (key, start, stop), self._builder(key, start, stop), ahead=self.pipelined
+            )
             if self.pipelined:
                 self._schedule_after((key, start, stop))
             began = time.perf_counter()
@@ -258,13 +260,16 @@ class SuiteRun:
         return build
 
     def _schedule_after(self, ident: ChunkId) -> None:
-        """Build the chunk after ``ident`` ahead: the next of its condition, else the first of
-        the next planned condition not stored yet."""
+        """Build the chunk after ``ident`` ahead while ``ident`` runs: the next of its condition,
+        else (``ident`` is its condition's last) the first of the next planned condition not
+        stored yet, so the device does not wait at condition boundaries either."""
         key, _, stop = ident
         n = len(self.dataset)
         if stop < n:
             nxt = (stop, min(n, stop + self.chunk_rows))
             self.lookahead.schedule((key, *nxt), self._builder(key, *nxt))
+        else:
+            self._schedule_next_condition(key)
 
     def _schedule_next_condition(self, key: str) -> None:
         if key not in self.planned:
@@ -324,6 +329,11 @@ class SuiteRun:
         prefetch has not reached is computed by :meth:`condition` itself.
         """
         self.planned = list(dict.fromkeys(keys))
+        if self.pipelined:  # the first cell's first chunk is built while the session sets up
+            first = next((k for k in self.planned if not self.store.has(k)), None)
+            if first is not None:
+                stop = min(len(self.dataset), self.chunk_rows)
+                self.lookahead.schedule((first, 0, stop), self._builder(first, 0, stop))
         todo = [k for k in self.planned if k != spec.CLEAN and not self.store.has(k)]
         if not todo or self.corruption_workers < 2 or self._prefetcher is not None:
             return

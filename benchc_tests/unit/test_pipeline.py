@@ -33,6 +33,9 @@ class OffCPU(Backend):
         self.batch_size, self.capabilities = inner.batch_size, inner.capabilities
         self.prepared_in: list[str] = []
         self.ahead_at_run: list[int] = []
+        #: The chunks under way ahead when each batch ran (set ``watch`` to a SuiteRun).
+        self.watch: SuiteRun | None = None
+        self.pending_at_run: list[list] = []
         self._lock = threading.Lock()
 
     @property
@@ -51,6 +54,8 @@ class OffCPU(Backend):
     def forward_prepared(self, batch, **kwargs) -> BatchOutput:
         with self._lock:
             self.ahead_at_run.append(len(self.prepared_in))
+            if self.watch is not None:
+                self.pending_at_run.append(self.watch.lookahead.pending())
         return self.inner.forward_prepared(batch, **kwargs)
 
     def forward(self, queries, **kwargs) -> BatchOutput:
@@ -87,8 +92,10 @@ def test_pipelined_run_equals_the_plain_loop_across_conditions(data_dir, tmp_pat
 
     remote = OffCPU(inner)
     run = _run(data_dir, tmp_path, remote, "pipelined")
+    remote.watch = run
     assert run.pipelined and run.chunk_rows == 8
     run.start_prefetch(CONDITIONS)  # the planned order (no corruption pool: 1 worker)
+    assert run.lookahead.pending() == [(CONDITIONS[0], 0, 8)]  # built while the session sets up
     got = {}
     for i, key in enumerate(CONDITIONS):
         got[key] = run.condition(key)
@@ -98,12 +105,16 @@ def test_pipelined_run_equals_the_plain_loop_across_conditions(data_dir, tmp_pat
     for key in CONDITIONS:
         for name in ("option_logits", "option_mass"):
             np.testing.assert_array_equal(got[key][name], expected[key][name])
-    # every chunk but the very first was prepared in the pipeline's threads, ahead of its turn
+    # every batch, the very first included (scheduled by start_prefetch), was prepared in the
+    # pipeline's threads, ahead of its turn
     threads = remote.prepared_in
-    main = threading.current_thread().name
-    assert threads[0] == main and threads.count(main) == len(plan_batches([0] * 8, 2))
-    assert all(t == main or t.startswith("benchc-prepare") for t in threads), threads
+    assert all(t.startswith("benchc-prepare") for t in threads), threads
     assert len(threads) == len(remote.ahead_at_run) == 3 * 10
+    # while a condition's last chunk (rows 16-20: batches 8-9 of 10) ran, the next condition's
+    # first chunk was being built: the device does not wait at condition boundaries
+    for i in range(len(CONDITIONS) - 1):
+        for batch in (10 * i + 8, 10 * i + 9):
+            assert (CONDITIONS[i + 1], 0, 8) in remote.pending_at_run[batch], (i, batch)
     # when the last batch of a chunk ran, the next chunk's batches had been started
     assert any(ahead > run_i + 1 for run_i, ahead in enumerate(remote.ahead_at_run))
     assert run.scored_queries == 60 and "60 queries" in run.notes()[0]
