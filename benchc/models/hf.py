@@ -25,7 +25,12 @@ from benchc.models.args import HF_ARGS, fingerprint_part
 from benchc.models.base import Backend, BatchOutput, Capabilities, Query
 from benchc.models.gpus import FLASH, load_with_attention, worker_gpus
 from benchc.models.letters import require_letters, resolve_letters
-from benchc.models.processors import image_backend, load_processor, render_chat
+from benchc.models.processors import (
+    image_backend,
+    load_processor,
+    process_batch,
+    render_chat,
+)
 from benchc.models.prompt import chat_messages, template_kwargs
 from benchc.models.source import Source, folder_hash, resolve_source, slug
 from benchc.models.text_side import TextSide
@@ -381,8 +386,12 @@ class HFBackend(Backend):
             out["top_logprobs"] = values.cpu().numpy()
         if distribution:
             out["logprobs"] = logprobs.cpu().numpy()
-        if pooled is not None:
-            out["features"] = pooled.cpu().numpy().astype(np.float32)
+        if features:
+            out["features"] = (
+                pooled.cpu().numpy().astype(np.float32)
+                if pooled is not None
+                else self.vision_features(batch.images)
+            )
         return BatchOutput(**out)
 
     def prompt_logprobs(
@@ -465,7 +474,12 @@ class HFBackend(Backend):
                 return out.logits[:, -1, :].float(), None
             with TowerOutput(self.model) as seen:
                 out = self.model(**inputs, **self._keep_kwargs, use_cache=False)
-            pooled = pool_tower_output(seen.tower, seen.output(), inputs, n)
+            pooled = None
+            if seen.ran():  # else (a pass without the tower) the images are encoded on their own
+                try:
+                    pooled = pool_tower_output(seen.tower, seen.output(), inputs, n)
+                except ValueError:  # crops per image not among the inputs (InternVL): the same
+                    pass
         return out.logits[:, -1, :].float(), pooled
 
     def _model_inputs(
@@ -479,17 +493,10 @@ class HFBackend(Backend):
         def whole() -> dict:
             # A fast tokenizer is not safe across threads while its padding is set ("Already
             # borrowed"): the pipeline's planning and preparing threads take turns.
-            with self._tokenizer_lock:
-                out = self.processor(
-                    images=pil,
-                    text=list(prompts),
-                    padding=True,
-                    return_tensors="pt",
-                    add_special_tokens=add_special,
-                )
             # A processor may add training targets (PaliGemma: ``labels``); with them the model
             # computes a loss over the kept logits only, which fails. Scoring never needs them.
-            return {k: v for k, v in out.items() if k not in _TRAINING_KEYS}
+            with self._tokenizer_lock:
+                return process_batch(self.processor, pil, prompts, add_special, _TRAINING_KEYS)
 
         def image_part() -> dict:
             return dict(self.processor.image_processor(images=pil, return_tensors="pt"))

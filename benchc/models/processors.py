@@ -171,6 +171,25 @@ def render_chat(processor: Any, messages: list[dict], **kwargs: Any) -> str:
     )
 
 
+def process_batch(
+    processor: Any,
+    images: list[list[Any]],
+    prompts: list[str],
+    add_special: bool,
+    drop: frozenset[str] = frozenset(),
+) -> dict:
+    """The whole processor's tensors for one batch (one image list per prompt, padded), without
+    the keys in ``drop``."""
+    out = processor(
+        images=images,
+        text=list(prompts),
+        padding=True,
+        return_tensors="pt",
+        add_special_tokens=add_special,
+    )
+    return {k: v for k, v in out.items() if k not in drop}
+
+
 def image_backend(processor: Any) -> str:
     """``"pil"`` when the image processor is a PIL one, else its class name."""
     name = type(processor.image_processor).__name__

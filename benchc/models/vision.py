@@ -94,6 +94,10 @@ class TowerOutput:
     def __exit__(self, *exc: object) -> None:
         self._handle.remove()
 
+    def ran(self) -> bool:
+        """Whether the tower ran in the block."""
+        return bool(self._captured)
+
     def output(self) -> Any:
         """The tower's last output in the block."""
         if not self._captured:

@@ -37,16 +37,10 @@ def _run(
     from PIL import Image
 
     from benchc.data.images import prepare
+    from benchc.models.processors import process_batch
 
     pil = [[Image.fromarray(prepare(image, _IMAGE_SIZE))] for image in images]
-    inputs = _PROCESSOR(
-        images=pil,
-        text=list(prompts),
-        padding=True,
-        return_tensors="pt",
-        add_special_tokens=add_special,
-    )
-    return {k: v for k, v in inputs.items() if k not in drop}
+    return process_batch(_PROCESSOR, pil, list(prompts), add_special, drop)
 
 
 class ProcessorPool:

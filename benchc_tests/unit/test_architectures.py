@@ -146,6 +146,9 @@ def test_own_tower_pooled_features(name, root, queries) -> None:
     reference = _reference_features(backend, name, images[0])
     if reference is not None:  # the documented layer and tokens, computed by hand
         np.testing.assert_allclose(feats[0], reference, atol=1e-5)
+    # the VSI passes hand over their own tower run: the same features, bit for bit
+    in_pass = backend.forward(queries[:4], features=True).features
+    np.testing.assert_array_equal(in_pass, feats)
 
 
 def _reference_features(backend: HFBackend, name: str, image: np.ndarray) -> np.ndarray | None:
