@@ -1,6 +1,6 @@
 """The GPU path on CPUs: how busy a 7B model's device would be, today's path against the new one.
 
-The "virtual device" (docs/performance.md): ``HFBackend`` with the network's forward replaced by
+The "virtual device" (docs/guides/gpu.md): ``HFBackend`` with the network's forward replaced by
 a wait of ``batch / rate`` seconds that releases the GIL as a CUDA sync does (45 queries/s: a
 7B VLM at about 40 % of an H200's bf16 peak); everything else runs for real through
 ``SuiteRun.condition``: the corruption cache (warm), the prepared images, the chat template,

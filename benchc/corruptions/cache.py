@@ -9,10 +9,10 @@ chunk, so a file that decodes but holds other pixels (a damaged disk, a hand edi
 is recomputed instead of silently moving the model's logits.
 
 A warm run reads one entry per query, so reading is on the GPU path's critical budget
-(docs/performance.md): entries are written with one PNG filter for every row ("Up") instead of
+(docs/guides/gpu.md): entries are written with one PNG filter for every row ("Up") instead of
 Pillow's per-row adaptive choice, whose Paeth rows make decoding 1.7x slower (4.4 -> 2.6 ms at
-448 px), and checked with CRC-32 (0.07 ms) instead of sha256 (0.5 ms). Entries written before
-(sha256 chunk, adaptive filters) are read and checked as they are.
+448 px), decoded by OpenCV (2.1 ms) and checked with CRC-32 (0.07 ms) instead of sha256 (0.5 ms).
+Entries written before (sha256 chunk, adaptive filters) are read and checked as they are.
 """
 
 from __future__ import annotations
@@ -59,6 +59,20 @@ def _checksum_ok(info: dict, array: np.ndarray) -> bool:
         return recorded == pixel_crc(array)
     recorded = info.get(SHA256_CHUNK)
     return recorded is not None and recorded == pixel_digest(array)
+
+
+def decode_rgb(data: bytes) -> np.ndarray | None:
+    """The read-only (H, W, 3) uint8 pixels of an 8-bit RGB PNG file's bytes, or None when they
+    do not decode to that. OpenCV's decoder: 0.6 ms less per 448-px entry than Pillow's decode
+    and array copy, one per query on a warm run."""
+    import cv2
+
+    bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+    if bgr is None or bgr.dtype != np.uint8 or bgr.ndim != 3 or bgr.shape[2] != 3:
+        return None
+    rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+    rgb.flags.writeable = False  # an entry is shared by whoever reads it
+    return rgb
 
 
 def encode_png(array: np.ndarray, text: dict[str, str]) -> bytes:
@@ -160,13 +174,14 @@ class CorruptionCache:
         path = self.path(key)
         try:
             data = path.read_bytes()
-            with Image.open(io.BytesIO(data)) as im:
-                im.load()
+            with Image.open(io.BytesIO(data)) as im:  # the header and text chunks: no pixels
                 if im.mode != "RGB":
                     return None
                 info = dict(im.info)
-                array = np.asarray(im, dtype=np.uint8)
         except (OSError, ValueError, SyntaxError):
+            return None
+        array = decode_rgb(data)
+        if array is None:
             return None
         if shape is not None and array.shape != tuple(shape):
             return None

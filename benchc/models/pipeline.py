@@ -3,7 +3,7 @@
 A GPU (or a server) leaves this machine's cores idle while it computes; building the next
 batch (cache reads, rendering, the processor, the dtype cast, the copy to the device) on the
 main thread in between leaves the device idle instead (0.64 of the wall time busy on 2 cores,
-docs/performance.md). Here a chunk is planned and its batches prepared in background threads,
+docs/guides/gpu.md). Here a chunk is planned and its batches prepared in background threads,
 one chunk ahead, across chunk and condition boundaries; the model runs on the caller's thread.
 
 The batches, their order and the code that builds each are those of

@@ -3,7 +3,7 @@
 A multimodal processor expands each prompt's image placeholder into the image's tokens and
 tokenizes the result for every batch, though a sample's prompt and image shape -- and so its
 tokens -- are the same in all ~96 conditions of a run (Qwen2.5-VL: 2.4 of its 8 ms per query,
-docs/performance.md). :class:`TextSide` keeps each row's unpadded text tensors (``input_ids``,
+docs/guides/gpu.md). :class:`TextSide` keeps each row's unpadded text tensors (``input_ids``,
 ``attention_mask``, ``mm_token_type_ids``, ...) from the batches the whole processor made, keyed by
 (prompt, image shape), and pads them into the next batches beside the image processor's output.
 

@@ -479,7 +479,7 @@ ORIGINALS_BUDGET = 1 << 30
 class PreparedImages:
     """Each sample's prepared image (RGB uint8 at the run's size), made once and kept within a
     bytes budget: re-preparing the original for every condition was 8.9 ms of 18.5 per query
-    (docs/performance.md). Thread-safe (the pipeline's threads read it)."""
+    (docs/guides/gpu.md). Thread-safe (the pipeline's threads read it)."""
 
     def __init__(self, run: SuiteRun, budget: int) -> None:
         self.run = run
