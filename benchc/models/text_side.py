@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,6 +29,10 @@ log = logging.getLogger(__name__)
 #: (rendered prompt, image height, image width): what a row's text tensors depend on.
 RowKey = tuple[str, int, int]
 
+#: Bytes of kept rows (least recently used dropped first): ~7 kB a row for Qwen2.5-VL at 448 px,
+#: so a 10k-sample dataset keeps all of its rows; a server's stream of new prompts stays bounded.
+BUDGET = 256 << 20
+
 
 class TextSide:
     """Per-row text tensors of a processor, recorded from its outputs and padded back together.
@@ -36,12 +41,14 @@ class TextSide:
     tokenizer's padding. Thread-safe (the pipeline prepares batches in background threads).
     """
 
-    def __init__(self, pad_id: int | None, side: str) -> None:
+    def __init__(self, pad_id: int | None, side: str, budget: int = BUDGET) -> None:
         self.pad_id = pad_id
         self.side = side
+        self.budget = budget
+        self.bytes = 0
         self.enabled = pad_id is not None and side in ("left", "right")
         self.image_keys: frozenset[str] | None = None
-        self._rows: dict[RowKey, dict[str, torch.Tensor]] = {}
+        self._rows: OrderedDict[RowKey, dict[str, torch.Tensor]] = OrderedDict()
         self._checked_plain = False
         self._checked_padded = False
         self._lock = threading.Lock()
@@ -61,7 +68,12 @@ class TextSide:
         with self._lock:
             for row, key in enumerate(keys):
                 if key not in self._rows:
-                    self._rows[key] = {k: full[k][row][mask[row]].clone() for k in text}
+                    kept = {k: full[k][row][mask[row]].clone() for k in text}
+                    self._rows[key] = kept
+                    self.bytes += sum(v.nbytes for v in kept.values())
+            while self.bytes > self.budget and len(self._rows) > 1:  # a server's endless prompts
+                _, old = self._rows.popitem(last=False)
+                self.bytes -= sum(v.nbytes for v in old.values())
 
     def _text_keys(self, full: dict[str, Any]) -> list[str] | None:
         """The text-side keys of ``full``, or None (composing switched off) when they are not
@@ -93,6 +105,9 @@ class TextSide:
             return None
         with self._lock:
             rows = [self._rows.get(k) for k in keys]
+            for k, r in zip(keys, rows, strict=True):
+                if r is not None:
+                    self._rows.move_to_end(k)
         if any(r is None for r in rows):
             return None
         lengths = {len(r["input_ids"]) for r in rows}
@@ -134,6 +149,7 @@ class TextSide:
         self.enabled = False
         with self._lock:
             self._rows.clear()
+            self.bytes = 0
 
 
 def _same(a: Any, b: Any) -> bool:

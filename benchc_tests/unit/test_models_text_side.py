@@ -4,6 +4,7 @@ and a processor they would not equal switches them off."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from benchc.models.hf import HFBackend
@@ -104,3 +105,21 @@ def test_text_outputs_that_are_not_per_token_switch_composing_off() -> None:
 
 def test_no_pad_token_means_no_composing() -> None:
     assert not TextSide(pad_id=None, side="left").enabled
+
+
+def test_kept_rows_stay_within_their_budget_least_recently_used_first() -> None:
+    one_row = 2 * 3 * 8  # input_ids and attention_mask, 3 int64 tokens
+    side = TextSide(pad_id=0, side="left", budget=2 * one_row)
+    side.image_keys = frozenset({"pixel_values"})
+    for name in ("a", "b"):
+        side.record([(name, 8, 8)], _rows([[1, 2, 3]], image=1))
+    assert len(side) == 2 and side.bytes == 2 * one_row
+    side._checked_plain = True  # (the check against the whole processor is tested above)
+    # "a" used again, then a third prompt: "b" (the least recently used) is dropped
+    got = side.compose([("a", 8, 8)], lambda: {"pixel_values": torch.ones(1, 2)}, lambda: None)
+    assert got is not None and got["input_ids"].tolist() == [[1, 2, 3]]
+    side.record([("c", 8, 8)], _rows([[4, 5, 6]], image=1))
+    assert len(side) == 2 and side.bytes == 2 * one_row
+    never = lambda: pytest.fail("not kept")  # noqa: E731
+    assert side.compose([("b", 8, 8)], never, never) is None
+    assert side.compose([("a", 8, 8)], lambda: {}, never) is not None
