@@ -353,7 +353,9 @@ class HFBackend(Backend):
         if workers > 0:
             from benchc.models.workers import ProcessorPool
 
-            self._processor_pool = ProcessorPool(self.processor, self.image_size, workers)
+            self._processor_pool = ProcessorPool(
+                self.processor, self.image_size, workers, dtype=self.dtype
+            )
 
     def close(self) -> None:
         """Stop the processor's worker processes, if any."""

@@ -277,7 +277,10 @@ def test_processor_workers_give_the_same_inputs(tmp_path) -> None:
         Query(rng.integers(0, 255, (64, 40 + 8 * i, 3), dtype=np.uint8), "Q?", ("a", "b"))
         for i in range(3)
     ]
+    # a bf16 model, as on a GPU: the workers cast, the tensors are those cast here
+    backend.dtype = torch.bfloat16
     expected = backend.prepare(queries).inputs
+    assert expected["pixel_values"].dtype == torch.bfloat16
     backend.use_processor_workers(1)
     try:
         assert backend.processor_workers == 1
@@ -287,7 +290,7 @@ def test_processor_workers_give_the_same_inputs(tmp_path) -> None:
     assert backend.processor_workers == 0
     assert sorted(got) == sorted(expected)
     for name, tensor in expected.items():
-        assert torch.equal(got[name], tensor), name
+        assert got[name].dtype == tensor.dtype and torch.equal(got[name], tensor), name
 
 
 def test_prepared_images_are_hashed_once_and_forgotten_with_them(monkeypatch) -> None:
