@@ -347,3 +347,27 @@ def test_device_check_runs_its_path_on_a_cpu() -> None:
     assert "qwen2.5-vl-7b (shrunk) on cpu" in out
     assert "in sequence  busy" in out and "pipelined    busy" in out
     assert "batch   2:" in out
+
+
+@pytest.mark.slow
+def test_bench_pipeline_runs_both_paths_and_prints_their_ratios() -> None:
+    """benchmarks/bench_pipeline.py on a miniature configuration: today's path (the reference
+    commit, extracted) and the new one, repeated, each in its own process; its output lines."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    args = ["--families=llava", "--samples=8", "--rate=400", "--photo-side=500", "--repeat=2"]
+    done = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "bench_pipeline.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=root,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "== llava: 48 queries per path" in out
+    for line in ("today  busy", "new    busy", "median of 2 runs", "new/today: busy x"):
+        assert line in out, out
+    assert "cache entries (any thread)" in out and "once per sample per run" in out
