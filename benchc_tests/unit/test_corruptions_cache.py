@@ -25,7 +25,14 @@ from benchc.corruptions import (
     materialize,
     prefill,
 )
-from benchc.corruptions.cache import CHECKSUM_CHUNK, SHA256_CHUNK, pixel_crc, pixel_digest
+from benchc.corruptions.cache import (
+    CHECKSUM_CHUNK,
+    SHA256_CHUNK,
+    decode_rgb,
+    encode_png,
+    pixel_crc,
+    pixel_digest,
+)
 from benchc.data.images import prepare
 from benchc.spec import CLEAN, CORRUPTIONS, all_conditions
 
@@ -146,6 +153,23 @@ def test_entries_use_one_fast_filter_and_a_crc_checksum(tmp_path):
         assert np.array_equal(np.asarray(im), array)
     hit = cache.read(a_key(), array.shape)
     assert hit is not None and hit[1] == data  # the file's bytes, for servers
+
+
+@pytest.mark.parametrize("straight_to_rgb", [True, False], ids=["opencv>=4.10", "older"])
+def test_entries_decode_to_pillows_pixels(monkeypatch, straight_to_rgb):
+    import io
+
+    import cv2
+
+    if not straight_to_rgb:
+        monkeypatch.delattr(cv2, "IMREAD_COLOR_RGB", raising=False)
+    array = corrupt(images(1)[0][1], "frost", 2, seed=0, sample_id="s0")
+    data = encode_png(array, {})
+    got = decode_rgb(data)
+    with Image.open(io.BytesIO(data)) as im:
+        assert np.array_equal(got, np.asarray(im)) and np.array_equal(got, array)
+    assert got.dtype == np.uint8 and not got.flags.writeable  # shared by whoever reads it
+    assert decode_rgb(data[:100]) is None  # truncated: a miss, not an error
 
 
 def test_entries_written_by_earlier_versions_still_hit(tmp_path):
