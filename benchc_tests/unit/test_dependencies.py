@@ -67,3 +67,45 @@ def test_optional_libraries_are_imported_lazily():
                 continue
             bad += [f"{mod}:{node.lineno} {n}" for n in names if n.split(".")[0] in OPTIONAL]
     assert not bad
+
+
+#: Imported by shipped code without being declared: guarded by ``except ImportError``.
+GUARDED = {"threadpoolctl"}  # ships with scikit-learn; without it the pool is not capped
+#: Import name -> distribution where the import name says nothing (and it may not be installed).
+DISTRIBUTIONS = {"mlflow": ["mlflow-skinny"], "cv2": ["opencv-python"], "PIL": ["pillow"]}
+
+
+def _normal(name: str) -> str:
+    return name.lower().replace("_", "-")
+
+
+def test_every_library_shipped_code_imports_is_declared():
+    """A library benchc imports, at module level or in a function, is a dependency of its own
+    or an extra's: not a dependency's dependency that a release of it may drop."""
+    from importlib.metadata import packages_distributions
+
+    project = _pyproject()["project"]
+    declared = {_normal(n) for n in _names(project["dependencies"])}
+    for extra in project["optional-dependencies"].values():
+        declared |= {_normal(n) for n in _names(extra)}
+    installed = packages_distributions()
+    shipped, _ = shipped_and_left_out(REPO, _find_config())
+    tops: dict[str, str] = {}
+    for mod, (path, _pkg) in shipped.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                tops.setdefault(name.split(".")[0], f"{mod}:{node.lineno}")
+    undeclared = []
+    for top, where in sorted(tops.items()):
+        if top in sys.stdlib_module_names or top == "benchc" or top in GUARDED:
+            continue
+        dists = DISTRIBUTIONS.get(top) or installed.get(top) or [top]
+        if not any(_normal(d) in declared for d in dists):
+            undeclared.append(f"{where} imports {top} ({', '.join(dists)})")
+    assert not undeclared
