@@ -48,8 +48,9 @@ def cause(figure: str, reason: str | None, baseline: Payload | None) -> str:
     return reason or f"{figure} is undefined on the baseline"
 
 
-def remedy(figure: str, reason: str | None, path: Path, baseline: Payload | None) -> str:
-    """What to do about a gate that is undefined on its baseline (``reason``)."""
+def remedy(figure: str, reason: str | None, path: Path | str, baseline: Payload | None) -> str:
+    """What to do about a gate that is undefined on its baseline (``reason``); ``path``: its
+    snapshot file, or words naming the files of several such gates."""
     if figure == "gap":
         return (
             f"record the baseline on a larger --vsi-dataset (more low-VSI samples of distinct "
@@ -75,7 +76,8 @@ def recorded_records(
             continue
         if not math.isfinite(o.baseline):
             out.append({**base, "undefined": cause(o.spec.name, o.reason, payload),
-                        "remedy": remedy(o.spec.name, o.reason, path, payload)})  # fmt: skip
+                        "remedy": remedy(o.spec.name, o.reason, path, payload),
+                        "file": str(path)})  # fmt: skip
         elif o.powerless:
             out.append({**base, "powerless": o.powerless})
     return out
@@ -94,21 +96,40 @@ def recording_block(records: Sequence[dict[str, Any]], label: str) -> list[str]:
             f"  {len(undefined)} gate(s) undefined on the baseline (--strict-gates fails on "
             "them until fixed):"
         )
+        # one entry per figure and cause: a small dataset leaves e.g. R_c undefined in every
+        # cell, family and the model at once, which reads as one fact, not 101
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for r in undefined:
-            lines.append(f"    {r['figure']} in {r['scope']}: {r['undefined']}")
-            lines.append(f"      remedy: {r['remedy']}")
+            groups[(r["figure"], r["undefined"])].append(r)
+        for (figure, why), group in groups.items():
+            if len(group) == 1:
+                lines.append(f"    {figure} in {group[0]['scope']}: {why}")
+                lines.append(f"      remedy: {group[0]['remedy']}")
+                continue
+            files = sorted({Path(r["file"]) for r in group if r.get("file")})
+            folders = sorted({str(f.parent) for f in files})
+            where = (
+                f"each of their {len(files)} files in {', '.join(folders)}"
+                if files
+                else "each of their files"
+            )
+            lines.append(f"    {figure} in {_levels(group)}: {why}")
+            lines.append(f"      remedy: {remedy(figure, None, where, None)}")
     if powerless:
-        counts: dict[str, Counter[str]] = defaultdict(Counter)
-        for r in powerless:
-            counts[r["figure"]][r["level"]] += 1
+        counts = Counter(r["figure"] for r in powerless)
         lines.append(
             f"  {len(powerless)} gate(s) cannot fail on this dataset (minimal detectable "
             "regression >= the room the figure has; more samples give them power):"
         )
-        for fig, by_level in sorted(counts.items()):
-            where = ", ".join(f"{n} {lvl}" for lvl, n in sorted(by_level.items()))
-            lines.append(f"    {fig}: {where}")
+        for fig in sorted(counts):
+            lines.append(f"    {fig}: {_levels([r for r in powerless if r['figure'] == fig])}")
     return lines
+
+
+def _levels(records: Sequence[dict[str, Any]]) -> str:
+    """``"95 cell, 5 family, 1 model"``: how many of ``records`` sit at each level."""
+    by_level = Counter(r["level"] for r in records)
+    return ", ".join(f"{n} {lvl}" for lvl, n in sorted(by_level.items()))
 
 
 __all__ = ["cause", "recorded_records", "recording_block", "remedy"]

@@ -170,3 +170,29 @@ def test_k_selecting_nothing_loads_nothing(pytester: pytest.Pytester, tmp_path):
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     assert "cannot be loaded" not in result.stderr.str()
     assert "108 deselected" in result.stdout.str()  # 95+5+8 cases, no placeholder
+
+
+def test_recording_block_says_one_undefined_figure_once_with_its_levels_and_folder():
+    """A small dataset leaves R_c undefined in every cell, family and the model: one entry with
+    its counts and one remedy naming the folder, not one entry per gate; a lone one keeps its
+    own file."""
+    from benchc.suite.recording import recording_block
+
+    why = "r_c is undefined on the baseline (no sample counts towards it)"
+
+    def rec(figure: str, level: str, name: str, **extra) -> dict:
+        return {"status": "recorded", "figure": figure, "level": level, "scope": name,
+                "file": f"/t/model-v1/test_{level}-{name}.json", **extra}  # fmt: skip
+
+    records = [rec("r_c", "cell", f"fog-{s}", undefined=why, remedy="x") for s in range(1, 6)]
+    records += [rec("r_c", "family", "weather", undefined=why, remedy="x")]
+    records += [rec("gap", "vsi", "vsi", undefined="too few images", remedy="record larger")]
+    records += [rec("accuracy", "cell", f"fog-{s}", powerless="mdr") for s in range(1, 3)]
+    lines = recording_block(records, "model-v1 (thresholds/model-v1)")
+    text = "\n".join(lines)
+    assert "7 gate(s) undefined on the baseline" in text
+    assert text.count("r_c in ") == 1
+    assert f"    r_c in 5 cell, 1 family: {why}" in lines
+    assert "switch the gate off in each of their 6 files in /t/model-v1 by adding ':off'" in text
+    assert "    gap in vsi: too few images" in lines and "      remedy: record larger" in lines
+    assert "    accuracy: 2 cell" in lines
