@@ -23,6 +23,7 @@ from benchc.suite.options import add_namespaced_options
 from benchc.suite.shortforms import GROUP, GROUP_HELP, add_short_forms
 
 if TYPE_CHECKING:
+    from benchc.suite.gate import GateCheck
     from benchc.suite.session import SuiteSession
 
 pytest_plugins = ["benchc.suite.fixtures"]
@@ -136,11 +137,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 # -- fixtures (the session ones: benchc.suite.fixtures) -----------------------------------
 @pytest.fixture
-def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureRequest):
+def benchc_gate(
+    snapshot, benchc_session: SuiteSession, request: pytest.FixtureRequest, capsys
+) -> Iterator[GateCheck]:
     """``benchc_gate(payload)``: a paired check against ``thresholds/<slug>/<case>.json``."""
     from benchc.gates.budget import ErrorBudget
     from benchc.gates.snapshot import extension_for
     from benchc.suite.gate import GateCheck
+    from benchc.suite.progress import uncaptured_by
 
     cfg = benchc_session.cfg
     config = request.config
@@ -160,7 +164,7 @@ def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureR
             return
         record_property(node, record, sides)
 
-    return GateCheck(
+    check = GateCheck(
         snapshot.use_extension(ext),
         cfg,
         node,
@@ -170,6 +174,8 @@ def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureR
         sink=sink,
         baseline_ref=ref,
     )
+    with uncaptured_by(capsys.disabled):  # the case's cells compute (and report progress) here
+        yield check
 
 
 # -- reporting ------------------------------------------------------------------------------
