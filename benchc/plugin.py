@@ -50,7 +50,7 @@ def pytest_load_initial_conftests(
 def pytest_configure(config: pytest.Config) -> None:
     """Markers only, unless this run asks for the suite: an unrelated test run of a repository
     that has benchc installed imports nothing more and builds nothing."""
-    from benchc.suite.collect import register_markers
+    from benchc.suite.markers import register_markers
 
     register_markers(config)
     if suite_requested(config):
