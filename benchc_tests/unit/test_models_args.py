@@ -70,14 +70,25 @@ def test_fingerprint_names_only_output_changing_args() -> None:
     assert fingerprint_part({"concurrency": 3}, OPENAI_ARGS) == ""
 
 
-def test_hf_backend_applies_model_args() -> None:
+def test_hf_backend_applies_model_args(monkeypatch) -> None:
+    import transformers
+
+    # what from_pretrained was given (transformers keeps the resolved choice in a private field)
+    given: list[dict] = []
+    real = transformers.AutoModelForImageTextToText.from_pretrained
+
+    def spy(*args, **kwargs):
+        given.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoModelForImageTextToText, "from_pretrained", spy)
     plain = HFBackend(str(tiny_model_dir()), batch_size=2)
     eager = HFBackend(
         str(tiny_model_dir()),
         batch_size=2,
         model_args={"attn_implementation": "eager", "torch_dtype": "float32"},
     )
-    assert eager.model.config._attn_implementation == "eager"
+    assert "attn_implementation" not in given[0] and given[-1]["attn_implementation"] == "eager"
     assert eager.dtype == torch.float32
     assert "attn_implementation=eager" in eager.fingerprint
     assert eager.fingerprint != plain.fingerprint
