@@ -46,7 +46,7 @@ def _snapshot_update_help(parser: pytest.Parser) -> None:
     renders after ``pytest_configure``)."""
     for group in getattr(parser, "_groups", []):
         for opt in group.options:
-            if "--snapshot-update" in opt.names():
+            if "--snapshot-update" in opt.names() and hasattr(opt, "_attrs"):
                 opt._attrs["help"] = SNAPSHOT_UPDATE_HELP
     optparser = getattr(parser, "optparser", None)  # the argparse parser built from them
     for action in getattr(optparser, "_actions", []):
@@ -201,7 +201,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         from benchc.gates import sidecar
         from benchc.suite.provenance import record_baseline_manifest
 
-        sidecar.sweep_unreferenced(state.baseline.folder.parent)
+        sidecar.sweep_unreferenced(state.baseline.folder)
         record_baseline_manifest(state)
     _write_reports(config)
 
