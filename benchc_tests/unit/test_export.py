@@ -252,7 +252,8 @@ def test_wandb_files_go_to_the_named_folder_never_the_working_directory(
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.delenv("WANDB_DIR", raising=False)
     monkeypatch.setenv("WANDB_SILENT", "true")
-    monkeypatch.chdir(tmp_path / "cwd" if (tmp_path / "cwd").mkdir() is None else tmp_path)
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
     folder = wb_export.export(bundle_mod.build(report_dir), "benchc-test", local_dir=tmp_path / "r")
     assert folder.parent == tmp_path / "r" / "wandb"
     assert list((tmp_path / "cwd").iterdir()) == []
