@@ -32,11 +32,13 @@ GRID_KEY = "conditions"
 
 def settings_mismatch(baseline: Payload, current: Payload) -> list[tuple[str, Any, Any]]:
     """``(key, recorded, current)`` for every setting the two sides disagree on."""
-    return [
-        (k, baseline.info.get(k), current.info.get(k))
-        for k in SETTINGS_KEYS
-        if baseline.info.get(k) != current.info.get(k)
-    ]
+    return info_mismatch(baseline.info, current.info)
+
+
+def info_mismatch(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[tuple]:
+    """:func:`settings_mismatch` of two payloads' ``info`` (a snapshot read as plain JSON)."""
+    return [(k, recorded.get(k), current.get(k)) for k in SETTINGS_KEYS
+            if recorded.get(k) != current.get(k)]  # fmt: skip
 
 
 @dataclass(frozen=True)
