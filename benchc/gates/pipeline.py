@@ -82,7 +82,8 @@ def check_case(
 #: all that decide whether a run is comparable with its baseline, and where it reads and
 #: writes, so a printed command run verbatim continues this run instead of starting another.
 RECORD_SETTINGS = (
-    "model", "model_args", "revision", "dtype", "dataset", "vsi_dataset", "corruptions",
+    "model", "model_args", "revision", "dtype", "dataset", "dataset_args", "vsi_dataset",
+    "corruptions",
     "severities", "image_size", "seed", "vsi_support", "region_locator", "limit", "lenient",
     "allow_outside_root", "results_dir", "cache_dir", "thresholds_dir", "baseline", "degrade",
 )  # fmt: skip
@@ -122,6 +123,10 @@ def suite_command(
     for key in ("model", "dataset", "vsi_dataset"):
         if get(key) and get(key) != defaults.get(key):
             parts.append(f"--{key.replace('_', '-')}={get(key)}")
+    if get("dataset_args"):
+        parts.append(
+            "--dataset-args=" + ",".join(f"{k}={v}" for k, v in get("dataset_args").items())
+        )
     if get("model_args"):
         parts.append(f"--model-args={_args_text(get('model_args'))}")
     for key in ("revision", "dtype", "image_size", "limit", "region_locator", "baseline"):

@@ -1,6 +1,7 @@
 """What a recorded baseline says about itself: ``baseline.manifest`` beside its snapshots.
 
-Written at the end of ``--snapshot-update``: the model, dataset and VSI set as given (so a gate
+Written at the end of ``--snapshot-update``: the model, dataset (with ``--dataset-args``) and VSI
+set as given (so a gate
 run's message can print the command that re-records the baseline from the released checkpoint),
 the output-changing model arguments (checked before a gate run), and the environment
 (:func:`benchc.provenance.environment`: a baseline recorded elsewhere gets one line), and the
@@ -41,6 +42,7 @@ def baseline_manifest(state: SuiteSession) -> dict[str, Any]:
         "model_name": state.backend.name,
         "model_args": output_args(cfg),
         "dataset": portable(cfg.dataset),
+        "dataset_args": dict(cfg.dataset_args),
         "vsi_dataset": portable(cfg.resolved_vsi_dataset()),
         "environment": provenance.environment(state.backend),
     }
