@@ -284,6 +284,17 @@ def test_a_report_that_cannot_be_written_keeps_the_results_the_verdict_and_the_e
     assert main(["report", *map(str, runs), *later]) in (0, 1)
     assert (project.path / "later" / "report.html").is_file()
     capsys.readouterr()
+    # benchc report itself: the same unwritable folder is one line that blames the page, not
+    # the store, and a file in the way of --out is a usage error before any work
+    assert main(["report", *map(str, runs), "--out", str(report), "--no-images"]) == 4
+    (err,) = capsys.readouterr().err.splitlines()
+    assert f"could not build or write the page in {report} (IsADirectoryError" in err
+    assert err.endswith("the stored results are intact")
+    with pytest.raises(SystemExit) as usage:
+        main(["report", *map(str, runs), "--out", str(report / "report.html" / "mine.txt")])
+    assert usage.value.code == 2
+    assert "--out" in capsys.readouterr().err
+    assert hashes(report / "report.html", data) == before
 
 
 # -- exporters: staged in a temporary folder, one line when the service is unreachable --------
