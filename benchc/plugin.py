@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from benchc.suite.activate import activate, suite_requested, usage_error
-from benchc.suite.keys import BUDGET, LOAD_ERROR, NOTES, RUN_DIRS, SESSION, VERDICTS
+from benchc.suite.keys import BUDGET, LOAD_ERROR, NOTES, RUN_DIRS, SESSION, VERDICTS, WRITE_ERRORS
 from benchc.suite.options import add_namespaced_options
 from benchc.suite.shortforms import GROUP, GROUP_HELP, add_short_forms
 
@@ -132,7 +132,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     controller = xdist.worker_id(config) is None and xdist.worker_count(config) > 0
     if controller and not config.option.collectonly:
         with usage_error():
-            collect.check_sources(_session(config))
+            collect.check_sources(config, _session(config))
 
 
 # -- fixtures (the session ones: benchc.suite.fixtures) -----------------------------------
@@ -195,17 +195,30 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         print(f"ERROR: {config.stash[LOAD_ERROR]}", file=sys.stderr)
         return
+    # what follows writes after the results were computed: a failure is one line (printed
+    # with the summary), never a traceback that costs the verdict or the exit code
+    from benchc.suite.outputs import after_compute
+
     state = _session(config)
+    errors = config.stash.setdefault(WRITE_ERRORS, [])
     if config.getoption("update_snapshots", False) and state.started:
-        from benchc.gates import sidecar
-        from benchc.suite.provenance import record_baseline_manifest
+        _, error = after_compute("the baseline's manifest", state.baseline.folder,
+                                 lambda: _finish_recording(state))  # fmt: skip
+        errors += [error] if error else []
+    _, error = after_compute("the reports", None, lambda: errors.extend(_write_reports(config)))
+    errors += [error] if error else []
 
-        sidecar.sweep_unreferenced(state.baseline.folder.parent)
-        record_baseline_manifest(state)
-    _write_reports(config)
+
+def _finish_recording(state: SuiteSession) -> None:
+    """Sweep the sidecars benchc wrote that no snapshot references, then the manifest."""
+    from benchc.gates import sidecar
+    from benchc.suite.provenance import record_baseline_manifest
+
+    sidecar.sweep_unreferenced(state.baseline.folder)
+    record_baseline_manifest(state)
 
 
-def _write_reports(config: pytest.Config) -> None:
+def _write_reports(config: pytest.Config) -> list[str]:
     from benchc.suite.reports import write_reports
 
     state = _session(config)
@@ -213,8 +226,8 @@ def _write_reports(config: pytest.Config) -> None:
     sides = state.sides() if state.started else None
     notes = _sides(config)[2:] + [n for n in _notes(config) if "another environment" in n]
     folder = state.baseline.folder if state.started else None
-    write_reports(state.cfg, config.stash[RUN_DIRS], verdicts or None, sides=sides, notes=notes,
-                  baseline_folder=folder)  # fmt: skip
+    return write_reports(state.cfg, config.stash[RUN_DIRS], verdicts or None, sides=sides,
+                         notes=notes, baseline_folder=folder)  # fmt: skip
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -247,7 +260,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     lines = gate_summary(records, budget.describe() if budget is not None else None)
     dirs = sorted(config.stash[RUN_DIRS])
     notes = _notes(config)
-    if not lines and not dirs and not notes:
+    if not lines and not dirs and not notes and not config.stash.get(WRITE_ERRORS, []):
         return
     terminalreporter.section("benchc")
     for line in _sides(config):
@@ -257,8 +270,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     for note in notes:
         terminalreporter.write_line(f"note: {note}", yellow=True)
     cfg = _session(config).cfg
-    if cfg.report is not None and dirs:
+    errors = config.stash.get(WRITE_ERRORS, [])
+    if cfg.report is not None and dirs and not any("--report" in e for e in errors):
         terminalreporter.write_line(f"report: {Path(cfg.report) / 'report.html'}")
+    for error in errors:
+        terminalreporter.write_line(f"ERROR: benchc: {error}", red=True)
     for line in lines:
         terminalreporter.write_line(line)
     if config.getoption("update_snapshots", False) and _session(config).started:

@@ -164,6 +164,7 @@ def prepare(
 def _load(config: pytest.Config, items: list[pytest.Item], state: SuiteSession) -> None:
     from benchc.suite.preflight import check_baseline
 
+    _check_outputs(config, state)
     state.planned_conditions = planned_conditions(items, state.cfg.conditions)
     _ = state.dataset
     suite = [i for i in items if is_suite_item(i)]
@@ -184,9 +185,20 @@ def _load(config: pytest.Config, items: list[pytest.Item], state: SuiteSession) 
         _ = state.vsi_run  # the VSI gates' dataset: its errors come before any case too
 
 
-def check_sources(state: SuiteSession) -> None:
-    """Dataset and model source, where nothing is collected (the xdist controller)."""
+def _check_outputs(config: pytest.Config, state: SuiteSession) -> None:
+    """Every folder the run writes into, before anything is loaded or computed."""
+    from benchc.suite.outputs import output_problem
+
+    problem = output_problem(state.cfg, update=bool(config.getoption("update_snapshots", False)))
+    if problem is not None:
+        raise LoadError(problem)
+
+
+def check_sources(config: pytest.Config, state: SuiteSession) -> None:
+    """Output folders, dataset and model source, where nothing is collected (the xdist
+    controller)."""
     from benchc.suite.session import check_model_source
 
+    _check_outputs(config, state)
     _ = state.dataset
     check_model_source(state.cfg)

@@ -22,3 +22,5 @@ LOAD_ERROR = pytest.StashKey[str]()
 VERDICTS = pytest.StashKey[list]()
 #: The run's false-alarm budget split over the gates that were collected.
 BUDGET = pytest.StashKey["ErrorBudget"]()
+#: One line per write that failed after the results were computed (report, exports, manifest).
+WRITE_ERRORS = pytest.StashKey[list]()
