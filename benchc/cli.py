@@ -75,7 +75,7 @@ def _report(argv: Sequence[str]) -> int:
                 images=not args.no_images,
                 vsi_dir=vsi_dir,
             )
-        except (StoreError, OSError, ValueError) as exc:
+        except (StoreError, OSError) as exc:  # reading the run (write_report names the file)
             return _unreadable("report", run_dir, exc)
         statuses = _statuses(page.parent / "report.json")
         print(f"{run_dir} -> {page}")

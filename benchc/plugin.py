@@ -46,7 +46,7 @@ def _snapshot_update_help(parser: pytest.Parser) -> None:
     renders after ``pytest_configure``)."""
     for group in getattr(parser, "_groups", []):
         for opt in group.options:
-            if "--snapshot-update" in opt.names():
+            if "--snapshot-update" in opt.names() and hasattr(opt, "_attrs"):
                 opt._attrs["help"] = SNAPSHOT_UPDATE_HELP
     optparser = getattr(parser, "optparser", None)  # the argparse parser built from them
     for action in getattr(optparser, "_actions", []):

@@ -57,7 +57,7 @@ def _grid_shape(run: StoredRun) -> str:
     return f"{len(run.corruptions)} corruptions ({names}) x severities {sev}"
 
 
-def _restrict(
+def restrict(
     run: StoredRun, rows: np.ndarray | None, cs: Sequence[str], ss: Sequence[int]
 ) -> StoredRun:
     """``run`` on sample ``rows`` (None: all) and cells ``cs`` x ``ss``; its VSI rows keep
@@ -130,8 +130,8 @@ def shared(runs: Sequence[StoredRun], labels: Sequence[str]) -> Shared:
             "the runs score different samples: each run's figures are over its own samples"
         )
     out.corruptions, out.severities = tuple(cs), tuple(ss)
-    out.runs = [_restrict(r, rows[i], cs, ss) if i in rows else r for i, r in enumerate(runs)]
+    out.runs = [restrict(r, rows[i], cs, ss) if i in rows else r for i, r in enumerate(runs)]
     return out
 
 
-__all__ = ["SIGN", "CompareError", "Shared", "shared"]
+__all__ = ["SIGN", "CompareError", "Shared", "restrict", "shared"]

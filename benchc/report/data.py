@@ -41,6 +41,7 @@ from benchc.metrics import (
 )
 from benchc.metrics.figures import reported_cells, table2_figures
 from benchc.report import baseline as snap
+from benchc.report.compare import CompareError, restrict, shared
 from benchc.report.vsi import run_evidence, vsi_block
 from benchc.results.reader import StoredRun
 
@@ -264,7 +265,20 @@ def series_from_snapshots(
 ) -> dict[str, Any]:
     """The baseline as its threshold snapshots record it."""
     any_payload = next(iter([*base.model.values(), *base.cells.values(), *base.vsi.values()]))
-    cv = snap.cells_from_snapshots(base)
+    keys = {spec.condition_key(c, s) for c in corruptions for s in severities}
+    cv = {
+        fig: {k: v for k, v in row.items() if k in keys}
+        for fig, row in snap.cells_from_snapshots(base).items()
+    }
+    t2 = snap.table2_from_snapshots(base)
+    missing = []
+    over = {str(k) for p in base.model.values() for k in p.info.get("conditions") or ()}
+    if over and over != keys:  # the model figures were recorded over another grid
+        t2 = None
+        missing.append(
+            f"Table II (the baseline's snapshots record its model figures over {len(over)} "
+            f"cells, not the {len(keys)} compared, and no per-pair evidence to recompute them)"
+        )
     return {
         "label": "baseline",
         "kind": "baseline",
@@ -272,7 +286,7 @@ def series_from_snapshots(
         "dataset": any_payload.dataset,
         "n": any_payload.n,
         "source": display_path(base.folder),
-        "table2": snap.table2_from_snapshots(base),
+        "table2": t2,
         "cells": cv,
         "states": None,
         "plane": None,
@@ -281,7 +295,73 @@ def series_from_snapshots(
         "families": families(cv, corruptions, severities),
         "vsi": snap.vsi_from_snapshots(base),
         "problems": list(base.problems),
+        "missing": missing,
     }
+
+
+# -- like for like ------------------------------------------------------------------------------
+#: What ``report.json`` ``subset.basis`` says: the gates' own rule (benchc.gates.check).
+SUBSET_BASIS = (
+    "the corruption x severity cells and the samples both sides have, as the gates compare them"
+)
+
+
+def _cells_text(corruptions: Sequence[str], severities: Sequence[int]) -> str:
+    return (
+        f"{len(corruptions) * len(severities)} cells ({len(corruptions)} corruptions x "
+        f"severities {','.join(map(str, severities))})"
+    )
+
+
+def like_for_like(
+    run: StoredRun, base: snap.SnapshotBaseline | None, base_run: StoredRun | None
+) -> tuple[StoredRun, StoredRun | None, dict[str, Any] | None]:
+    """The candidate and the baseline on what the gates compare (:func:`benchc.gates.check`:
+    the cells both sides have and the samples both hold), and ``report.json``'s ``subset``
+    block saying so; ``(run, base_run, None)`` without a baseline.
+
+    Every table and figure of a report is drawn from the returned runs, so a subset run
+    (``--corruptions=fog``, ``--severities=1,3,5``, ``--limit``) is never set against the
+    baseline's whole grid.
+    """
+    if base is None or base.empty:
+        return run, base_run, None
+    full = {"candidate": _shape(run), "baseline": None}
+    if base_run is not None and run.grid is not None:
+        full["baseline"] = _shape(base_run)
+        try:
+            common = shared([run, base_run], ["candidate", "baseline"])
+        except CompareError as exc:  # the gates could not compare either: say so, draw both
+            return run, base_run, {**full, "basis": SUBSET_BASIS, "left_out": [str(exc)],
+                                   "corruptions": [], "severities": [], "n_samples": None,
+                                   "like_for_like": False}  # fmt: skip
+        run, base_run = common.runs
+        block = common.block()
+        block.pop("sign", None)
+    else:  # snapshots only: the cells they record
+        recorded = set(base.cells)
+        cs = [c for c in run.corruptions if all(
+            spec.condition_key(c, s) in recorded for s in run.severities)]  # fmt: skip
+        left = []
+        if recorded and run.grid is not None and cs and cs != list(run.corruptions):
+            left.append(f"candidate: {len(run.corruptions) - len(cs)} corruption(s) the "
+                        "baseline has no snapshot of left out")  # fmt: skip
+            run = restrict(run, None, cs, run.severities)
+        block = {"corruptions": list(run.corruptions), "severities": list(run.severities),
+                 "n_samples": len(run.ids), "left_out": left}  # fmt: skip
+    block["basis"] = SUBSET_BASIS
+    block["like_for_like"] = base_run is not None
+    block["text"] = (
+        f"compared on {_cells_text(block['corruptions'], block['severities'])}"
+        + (f" and {block['n_samples']} samples" if block.get("n_samples") else "")
+        + (f"; {'; '.join(block['left_out'])}" if block["left_out"] else "")
+    )
+    return run, base_run, {**full, **block}
+
+
+def _shape(run: StoredRun) -> dict[str, Any]:
+    return {"corruptions": list(run.corruptions), "severities": list(run.severities),
+            "n_samples": len(run.ids)}  # fmt: skip
 
 
 # -- verdicts ---------------------------------------------------------------------------------
@@ -364,6 +444,7 @@ def build(
     drilldown: list[dict[str, Any]] | None = None,
     n_boot: int = N_BOOT,
     vsi_support: str = spec.VSI_SUPPORT,
+    subset: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The report document of ``runs`` (one: a run against its baseline; several: compared).
 
@@ -432,6 +513,7 @@ def build(
         "verdicts": vb,
         "cell_status": cell_status(vb),
         "drilldown": drilldown or [],
+        "subset": subset,
     }
 
 

@@ -129,7 +129,7 @@ def write_report(
     run folder of the VSI arrays when the VSI gates have their own dataset; ``vsi_support``
     the VSI the gates read (default: what the snapshots were recorded with, docs/spec.md §5).
     """
-    run = read_run(run_dir, vsi_dir=vsi_dir)
+    run = _read(run_dir, vsi_dir)
     folder = baseline_folder
     if folder is None and thresholds_dir is not None:
         folder = baseline_folder_for(run, Path(thresholds_dir))
@@ -141,6 +141,8 @@ def write_report(
         verdicts, verdict_note = offline_verdicts(run.path, folder, vsi_dir)
     elif verdicts is None:
         verdict_note = verdict_note or f"{NO_VERDICTS} (no --baseline thresholds given)"
+    # like for like: every table and figure on what the gates compared (report.json ``subset``)
+    run, base_run, subset = data.like_for_like(run, base, base_run)
     picks = drill.pick_samples(run, verdicts=verdicts, other=base_run, other_label="the baseline")
     items, note = drill.drilldown(
         run,
@@ -159,6 +161,7 @@ def write_report(
         drilldown=items,
         n_boot=n_boot,
         vsi_support=vsi_support,
+        subset=subset,
     )
     if folder is not None:
         doc["baseline_note"] += environment_note(folder, run)
