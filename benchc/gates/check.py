@@ -128,6 +128,7 @@ class Outcome:
             "n": self.n,
             "status": self.status,
             "reason": self.reason or self.powerless,
+            "powerless": self.powerless is not None,
             "movers": [[sid, num(b), num(c)] for sid, b, c in self.movers],
             "note": self.note,
         }

@@ -75,6 +75,7 @@ def restrict(
         answers=run.answers[r],
         n_options=run.n_options[r],
         clean_logits=None if run.clean_logits is None else run.clean_logits[r],
+        option_mass=None if run.option_mass is None else run.option_mass[r],
         logits=logits,
         corruptions=tuple(cs),
         severities=tuple(ss),

@@ -42,6 +42,7 @@ from benchc.metrics import (
 from benchc.metrics.figures import reported_cells, table2_figures
 from benchc.report import baseline as snap
 from benchc.report.compare import CompareError, restrict, shared
+from benchc.report.overall import verdict_anchor
 from benchc.report.vsi import run_evidence, vsi_block
 from benchc.results.reader import StoredRun
 
@@ -365,10 +366,6 @@ def _shape(run: StoredRun) -> dict[str, Any]:
 
 
 # -- verdicts ---------------------------------------------------------------------------------
-def verdict_anchor(v: dict[str, Any]) -> str:
-    """A stable HTML id for one gate verdict."""
-    raw = f"gate-{v.get('scope') or ''}-{v.get('figure') or ''}"
-    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in raw)
 
 
 def verdicts_block(
@@ -445,6 +442,7 @@ def build(
     n_boot: int = N_BOOT,
     vsi_support: str = spec.VSI_SUPPORT,
     subset: dict[str, Any] | None = None,
+    overall: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The report document of ``runs`` (one: a run against its baseline; several: compared).
 
@@ -514,6 +512,7 @@ def build(
         "cell_status": cell_status(vb),
         "drilldown": drilldown or [],
         "subset": subset,
+        "overall": overall,
     }
 
 

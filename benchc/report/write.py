@@ -19,6 +19,7 @@ from benchc.gates.snapshot import model_slug, recorded_vsi_support
 from benchc.report import agreement, data, drill, page, plots
 from benchc.report import baseline as snap
 from benchc.report.compare import CompareError, shared
+from benchc.report.overall import Overall, decide, run_facts
 from benchc.report.vsi import vsi_by_id
 from benchc.results.reader import StoredRun, read_run
 from benchc.results.store import StoreError, atomic_write_text
@@ -117,6 +118,7 @@ def write_report(
     vsi_dir: Path | None = None,
     vsi_support: str | None = None,
     baseline_folder: Path | None = None,
+    overall: Overall | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
 
@@ -128,6 +130,8 @@ def write_report(
     baseline's per-pair figures come from the snapshots' evidence sidecars; ``vsi_dir`` is the
     run folder of the VSI arrays when the VSI gates have their own dataset; ``vsi_support``
     the VSI the gates read (default: what the snapshots were recorded with, docs/spec.md §5).
+    ``overall``: the run's verdict as the suite decided it (default: decided here from the same
+    records and runs, :mod:`benchc.report.overall`).
     """
     run = _read(run_dir, vsi_dir)
     folder = baseline_folder
@@ -143,6 +147,8 @@ def write_report(
         verdict_note = verdict_note or f"{NO_VERDICTS} (no --baseline thresholds given)"
     # like for like: every table and figure on what the gates compared (report.json ``subset``)
     run, base_run, subset = data.like_for_like(run, base, base_run)
+    if overall is None and verdicts is not None:
+        overall = decide(verdicts, run_facts(run, base_run))
     picks = drill.pick_samples(run, verdicts=verdicts, other=base_run, other_label="the baseline")
     items, note = drill.drilldown(
         run,
@@ -162,10 +168,27 @@ def write_report(
         n_boot=n_boot,
         vsi_support=vsi_support,
         subset=subset,
+        overall=overall.to_dict() if overall is not None else None,
     )
     if folder is not None:
         doc["baseline_note"] += environment_note(folder, run)
     return _write(doc, out_dir, note)
+
+
+def assess(
+    run_dir: Path,
+    folder: Path | None,
+    verdicts: Sequence[dict[str, Any]],
+    vsi_dir: Path | None = None,
+) -> Overall:
+    """The run's verdict (:func:`benchc.report.overall.decide`) from its gate records and the
+    stored run against the baseline ``folder``, drawn like for like as the report draws it: what
+    the suite's summary, JUnit properties, step summary and page all show."""
+    run = _read(run_dir, vsi_dir)
+    base = snap.read_folder(folder) if folder is not None else None
+    base_run = snap.evidence_run(base) if base is not None and not base.empty else None
+    run, base_run, _ = data.like_for_like(run, base, base_run)
+    return decide(verdicts, run_facts(run, base_run))
 
 
 def _read(run_dir: Path, vsi_dir: Path | None) -> StoredRun:

@@ -8,8 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchc.suite.config import SuiteConfig
+
+if TYPE_CHECKING:
+    from benchc.report.overall import Overall
 
 
 def write_reports(
@@ -20,6 +24,7 @@ def write_reports(
     sides: dict[str, str] | None = None,
     notes: list[str] | None = None,
     baseline_folder: Path | None = None,
+    overall: Overall | None = None,
 ) -> None:
     """``--report DIR``: the HTML page and JSON of this run with its gate verdicts; the
     Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it; then
@@ -29,14 +34,22 @@ def write_reports(
     dirs = [Path(d) for d in sorted(run_dirs)]
     page = None
     if cfg.report is not None and dirs:
-        page = write_page(cfg, dirs, verdicts, cfg.report, baseline_folder=baseline_folder)
+        page = write_page(
+            cfg, dirs, verdicts, cfg.report, baseline_folder=baseline_folder, overall=overall
+        )
     if verdicts:
         ci.write_step_summary(
-            verdicts, report=str(page) if page else None, sides=sides, notes=notes or ()
+            verdicts,
+            report=str(page) if page else None,
+            sides=sides,
+            notes=notes or (),
+            overall=overall,
         )
     from benchc.export.session import after_run
 
-    after_run(cfg, dirs, verdicts, partial(write_page, baseline_folder=baseline_folder))
+    after_run(
+        cfg, dirs, verdicts, partial(write_page, baseline_folder=baseline_folder, overall=overall)
+    )
 
 
 def write_page(
@@ -46,6 +59,7 @@ def write_page(
     out: Path,
     *,
     baseline_folder: Path | None = None,
+    overall: Overall | None = None,
 ) -> Path:
     """The report of ``dirs`` in ``out``: one run (with its VSI run) against its baseline, or
     several runs compared."""
@@ -64,6 +78,7 @@ def write_page(
             verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
             record_command=_record_command(cfg, baseline_folder),
             vsi_support=cfg.vsi_support,
+            overall=overall,
         )
     return compare_runs([g for g, _ in groups], out, vsi_dirs=[v for _, v in groups])
 
