@@ -107,8 +107,8 @@ def figures_page() -> str:
 PYTEST_EXITS = {
     "OK": "every gate passed (or was recorded, with `--snapshot-update`)",
     "TESTS_FAILED": "a gate failed; with `--strict-gates`, also a gate that could not be checked",
-    "INCONCLUSIVE": "benchc's own: no gate failed but the verdict is inconclusive (gates that cannot fail, "
-    "a model not answering, a large ungated change), with `--inconclusive=fail` only",
+    "INCONCLUSIVE": "benchc's own: no gate failed but the verdict is inconclusive (gates that "
+    "cannot fail, a model not answering, a large ungated change), with `--inconclusive=fail` only",
     "INTERRUPTED": "interrupted (Ctrl-C)",
     "INTERNAL_ERROR": "an error inside pytest or a plugin",
     "USAGE_ERROR": "one usage error before any forward pass: no such baseline (where benchc "
