@@ -11,8 +11,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchc.results.store import StoreError
+
+if TYPE_CHECKING:
+    from benchc.report.overall import Overall
 
 
 def _runs_under(
@@ -58,9 +62,16 @@ def _report(argv: Sequence[str]) -> int:
         "(thresholds/release-1) or a thresholds folder holding one named after the run's model",
     )
     parser.add_argument("--no-images", action="store_true", help="skip the drill-down thumbnails")
+    parser.add_argument(
+        "--inconclusive",
+        choices=("warn", "fail"),
+        default="warn",
+        help="an inconclusive verdict (no gate failed, but the gates could not have caught a "
+        f"regression): warn (default) or fail (exit status {EXIT_INCONCLUSIVE})",
+    )
     args = parser.parse_args(list(argv))
     runs = _runs_under(parser, args.runs)
-    failed = 0
+    failed = inconclusive = 0
     for run_dir, vsi_dir in runs:
         out = args.out if len(runs) == 1 else args.out / f"{run_dir.parent.name}-{run_dir.name}"
         folder = None
@@ -77,12 +88,17 @@ def _report(argv: Sequence[str]) -> int:
             )
         except (StoreError, OSError) as exc:  # reading the run (write_report names the file)
             return _unreadable("report", run_dir, exc)
-        statuses = _statuses(page.parent / "report.json")
+        statuses, overall = _statuses(page.parent / "report.json")
         print(f"{run_dir} -> {page}")
         if folder is not None:
             print(f"  gates against baseline {folder.name} ({folder}): " + _counts(statuses))
+        if overall is not None:
+            print("\n".join(f"  {line}" for line in overall.lines()))
+            inconclusive += overall.state == "inconclusive"
         failed += statuses.count("fail")
-    return EXIT_GATE_FAILED if failed else EXIT_OK
+    if failed:
+        return EXIT_GATE_FAILED
+    return EXIT_INCONCLUSIVE if inconclusive and args.inconclusive == "fail" else EXIT_OK
 
 
 #: ``benchc report`` and ``benchc compare`` exit codes, each with what it means (the docs
@@ -94,8 +110,10 @@ EXIT_CODES: dict[int, str] = {
     "runs that share no cell (`compare`)",
     3: "a stored run cannot be read (damaged or foreign results folder: the message names the "
     "file)",
+    4: "no gate failed but the verdict is inconclusive, with `benchc report --inconclusive=fail` "
+    "(the reasons are printed, and in report.json `overall`)",
 }
-EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_UNREADABLE = sorted(EXIT_CODES)
+EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_UNREADABLE, EXIT_INCONCLUSIVE = sorted(EXIT_CODES)
 
 
 def _baseline_folder(parser: argparse.ArgumentParser, run_dir: Path, given: Path) -> Path:
@@ -117,11 +135,15 @@ def _baseline_folder(parser: argparse.ArgumentParser, run_dir: Path, given: Path
     )  # fmt: skip
 
 
-def _statuses(report_json: Path) -> list[str]:
+def _statuses(report_json: Path) -> tuple[list[str], Overall | None]:
+    """The gate statuses and the run's verdict a written ``report.json`` holds."""
     import json
 
+    from benchc.report.overall import Overall
+
     doc = json.loads(report_json.read_text(encoding="utf-8"))
-    return [str(v.get("status")) for v in (doc.get("verdicts") or {}).get("items", [])]
+    statuses = [str(v.get("status")) for v in (doc.get("verdicts") or {}).get("items", [])]
+    return statuses, Overall.from_dict(doc["overall"]) if doc.get("overall") else None
 
 
 def _counts(statuses: list[str]) -> str:

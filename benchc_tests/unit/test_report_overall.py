@@ -160,3 +160,18 @@ def test_one_verdict_rendered_the_same_everywhere(tmp_path):
     write_report(cand, out2, thresholds_dir=tmp_path / "thr", verdicts=records, images=False,
                  n_boot=20)  # fmt: skip
     assert json.loads((out2 / "report.json").read_text())["overall"]["state"] == "inconclusive"
+
+
+def test_benchc_report_prints_the_verdict_and_inconclusive_can_fail(tmp_path, capsys):
+    from benchc.cli import EXIT_INCONCLUSIVE, main
+
+    ds = make_dataset(tmp_path / "ds", n=24)
+    base = make_run(tmp_path / "b", ds, model="toy-vlm")
+    record_baseline(base, tmp_path / "thr")  # RAS and VSI only: the other model gates unchecked
+    args = ["report", str(base), "--baseline", str(tmp_path / "thr"), "--no-images"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads((tmp_path / "a" / "report.json").read_text())
+    assert doc["overall"]["state"] == "inconclusive"
+    assert doc["overall"]["headline"] in out and "model-level gate(s) could not be checked" in out
+    assert main([*args, "--out", str(tmp_path / "b2"), "--inconclusive=fail"]) == EXIT_INCONCLUSIVE
