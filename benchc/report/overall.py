@@ -168,9 +168,9 @@ def _fmt(x: Any) -> str:
     return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.4g}"
 
 
-def _failed(fails: Sequence[Record]) -> list[Reason]:
-    """Failed gates grouped by cause: the same reason (e.g. one figure became undefined) is one
-    entry however many gates it failed."""
+def group_failures(fails: Sequence[Record]) -> tuple[dict[str, list[Record]], list[Record]]:
+    """Failed gates with one shared cause (a figure that became undefined: one missing figure
+    fails its gate in every cell, family and the model) by that cause, and the others."""
     by_reason: dict[str, list[Record]] = {}
     plain = []
     for r in fails:
@@ -179,10 +179,19 @@ def _failed(fails: Sequence[Record]) -> list[Reason]:
             by_reason.setdefault(why.partition(" (")[0], []).append(r)
         else:
             plain.append(r)
-    out = [
-        Reason("failed", f"{why} in {len(g)} gate(s) ({_counted(g)})", len(g))
-        for why, g in by_reason.items()
-    ]
+    return by_reason, plain
+
+
+def grouped_text(why: str, group: Sequence[Record]) -> str:
+    """``"r_c became undefined in 22 gate(s) (r_c: 20 cell, 2 family)"``."""
+    return f"{why} in {len(group)} gate(s) ({_counted(group)})"
+
+
+def _failed(fails: Sequence[Record]) -> list[Reason]:
+    """Failed gates grouped by cause: the same reason (e.g. one figure became undefined) is one
+    entry however many gates it failed."""
+    by_reason, plain = group_failures(fails)
+    out = [Reason("failed", grouped_text(why, g), len(g)) for why, g in by_reason.items()]
     for r in plain:
         out.append(
             Reason(
@@ -346,5 +355,5 @@ def run_facts(candidate: StoredRun, baseline: StoredRun | None) -> Facts:
 
 __all__ = [
     "EXIT_INCONCLUSIVE", "MODES", "STATES", "Facts", "Overall", "Reason", "blind_share",
-    "decide", "is_powerless", "run_facts",
+    "decide", "group_failures", "grouped_text", "is_powerless", "run_facts",
 ]  # fmt: skip

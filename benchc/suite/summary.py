@@ -41,7 +41,7 @@ def gate_summary(
     records = [r for r in records if r["status"] != "recorded"]  # recording's own block
     if not records:
         return []
-    from benchc.report.overall import decide
+    from benchc.report.overall import decide, group_failures, grouped_text
 
     overall = overall or decide(records)
     by = Counter(r["status"] for r in records)
@@ -52,7 +52,9 @@ def gate_summary(
     ]  # fmt: skip
     if budget_line:
         lines.append(budget_line)
-    for r in records:
+    grouped, plain = group_failures([r for r in records if r["status"] == "fail"])
+    lines.extend(f"FAIL {grouped_text(why, group)}" for why, group in grouped.items())
+    for r in plain:
         if r["status"] == "fail":
             lines.append(
                 f"FAIL {r['figure']} in {r['scope']}: {_fmt(r['baseline'])} -> "

@@ -35,6 +35,9 @@ def test_a_failed_gate_fails_and_one_cause_is_one_entry():
     assert len(failed) == 2  # 22 gates, one cause: one entry; the RAS gate its own
     assert failed[0].gates == 22 and "r_c became undefined in 22 gate(s)" in failed[0].text
     assert failed[1].anchor == "gate-model-ras"
+    # the terminal says the same: one FAIL line for the one cause
+    fail_lines = [x for x in gate_summary([*undefined, real]) if x.startswith("FAIL ")]
+    assert len(fail_lines) == 2 and fail_lines[0] == f"FAIL {failed[0].text}"
 
 
 def test_pass_needs_gates_that_can_fail():
@@ -143,6 +146,8 @@ def test_one_verdict_rendered_the_same_everywhere(tmp_path):
     assert Overall.from_dict(doc["overall"]).lines() == overall.lines()
     html = (out / "report.html").read_text()
     assert 'data-state="inconclusive"' in html and "v-inconclusive" in html
+    # every gate passed: folded away, no empty table header under the verdict
+    assert 'id="verdict-table"' not in html and 'id="pass-gates"' in html
     for r in overall.reasons:
         assert html_escape(r.text, quote=False) in html
     summary = gate_summary(records, overall=overall)
