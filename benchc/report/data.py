@@ -12,7 +12,9 @@ and the blocks ``table2`` ({figure: {value, se}}), ``cells`` ({figure: {cell key
 ``families`` (Fig. 7: {figure: {family: [value per severity]}}), ``vsi`` (VSI Fig. 1, Fig. 2 /
 Table 2 and the error signals); a block a series cannot supply is ``null``.
 ``axes``: ``corruptions``, ``severities``, ``families``. ``verdicts``: ``available``, ``note``,
-``items`` (the gate verdict dicts, failures first), ``counts``, ``record_command``.
+``items`` (the gate verdict dicts, failures first), ``counts``, ``record_command`` (re-records
+the baseline from the released checkpoint) and ``accept_command`` (records this candidate as
+the baseline; null when that is the same command).
 ``sides`` (a run against its baseline): ``candidate`` and ``baseline``, each ``name`` and
 ``source``; the run's series is labelled ``candidate: ...``, the baseline's ``baseline`` with
 its ``name``.
@@ -369,10 +371,16 @@ def _shape(run: StoredRun) -> dict[str, Any]:
 
 
 def verdicts_block(
-    verdicts: Sequence[dict[str, Any]] | None, note: str | None, record_command: str | None
+    verdicts: Sequence[dict[str, Any]] | None,
+    note: str | None,
+    record_command: str | None,
+    accept_command: str | None = None,
 ) -> dict[str, Any]:
     """Gate verdicts: failures first, broadest level first, then by how far past the
-    tolerance they went."""
+    tolerance they went. ``record_command`` re-records the baseline from the released
+    checkpoint; ``accept_command`` records this candidate as the baseline (None: the same)."""
+    if accept_command == record_command:
+        accept_command = None
     if verdicts is None:
         return {
             "available": False,
@@ -380,6 +388,7 @@ def verdicts_block(
             "items": [],
             "counts": {},
             "record_command": record_command,
+            "accept_command": accept_command,
         }
 
     def key(v: dict[str, Any]) -> tuple:
@@ -410,6 +419,7 @@ def verdicts_block(
         "items": items,
         "counts": counts,
         "record_command": record_command,
+        "accept_command": accept_command,
     }
 
 
@@ -438,6 +448,7 @@ def build(
     verdicts: Sequence[dict[str, Any]] | None = None,
     verdict_note: str | None = None,
     record_command: str | None = None,
+    accept_command: str | None = None,
     drilldown: list[dict[str, Any]] | None = None,
     n_boot: int = N_BOOT,
     vsi_support: str = spec.VSI_SUPPORT,
@@ -475,7 +486,7 @@ def build(
     elif baseline is not None and not baseline.empty:
         series.append(series_from_snapshots(baseline, first.corruptions, first.severities))
         series[-1]["name"] = base_name
-    vb = verdicts_block(verdicts, verdict_note, record_command)
+    vb = verdicts_block(verdicts, verdict_note, record_command, accept_command)
     title = (
         f"benchc report: {first.model_name} on {first.dataset_name}"
         if len(runs) == 1

@@ -57,8 +57,11 @@ def record_command_for(
     thresholds_dir: Path | None = None,
     folder: Path | None = None,
     vsi_dir: Path | None = None,
+    *,
+    release: bool = True,
 ) -> str:
-    """The command that re-records this run's baseline: the gates' one builder
+    """The command that re-records this run's baseline (``release``: from the released
+    checkpoint its manifest names; else from this run's own model): the gates' one builder
     (:func:`benchc.suite.gate.run_record_command`) on the run's manifest."""
     from benchc.suite.gate import run_record_command
 
@@ -67,7 +70,9 @@ def record_command_for(
         from benchc.results.store import read_manifest
 
         vsi = read_manifest(Path(vsi_dir)).get("dataset_spec")
-    return run_record_command(run, thresholds_dir, baseline_folder=folder, vsi_dataset=vsi)
+    return run_record_command(
+        run, thresholds_dir, baseline_folder=folder, vsi_dataset=vsi, release=release
+    )
 
 
 def _write(doc: dict[str, Any], out_dir: Path, drill_note: str | None) -> Path:
@@ -113,6 +118,7 @@ def write_report(
     verdicts: Sequence[dict[str, Any]] | None = None,
     verdict_note: str | None = None,
     record_command: str | None = None,
+    accept_command: str | None = None,
     images: bool = True,
     n_boot: int = data.N_BOOT,
     vsi_dir: Path | None = None,
@@ -164,6 +170,8 @@ def write_report(
         verdicts=verdicts,
         verdict_note=verdict_note,
         record_command=record_command or record_command_for(run, thresholds_dir, folder, vsi_dir),
+        accept_command=accept_command
+        or record_command_for(run, thresholds_dir, folder, vsi_dir, release=False),
         drilldown=items,
         n_boot=n_boot,
         vsi_support=vsi_support,

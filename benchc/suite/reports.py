@@ -77,10 +77,19 @@ def write_page(
             verdicts=verdicts,
             verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
             record_command=_record_command(cfg, baseline_folder),
+            accept_command=_accept_command(cfg),
             vsi_support=cfg.vsi_support,
             overall=overall,
         )
     return compare_runs([g for g, _ in groups], out, vsi_dirs=[v for _, v in groups])
+
+
+def _accept_command(cfg: SuiteConfig) -> str:
+    """The command that records this candidate as its baseline (the change is intended): its
+    own settings, results and ``--baseline``."""
+    from benchc.suite.gate import record_command
+
+    return record_command(cfg)
 
 
 def _record_command(cfg: SuiteConfig, folder: Path | None) -> str:

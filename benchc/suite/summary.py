@@ -89,8 +89,7 @@ def gate_summary(
             for r in improved
         )
     powerless = [r for r in records if r.get("reason", "") and "cannot fail" in r["reason"]]
-    said = any(r.kind == "powerless" for r in overall.reasons)
-    if powerless and not said:  # one line for all of them; each one's numbers: the report
+    if powerless:  # one line for all of them; each one's numbers: the report
         lines.append(
             f"POWERLESS {len(powerless)} gate(s) cannot fail on this dataset "
             f"({_counted(powerless)}); each one's numbers: the report"
