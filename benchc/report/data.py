@@ -454,6 +454,7 @@ def build(
     vsi_support: str = spec.VSI_SUPPORT,
     subset: dict[str, Any] | None = None,
     overall: dict[str, Any] | None = None,
+    provenance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The report document of ``runs`` (one: a run against its baseline; several: compared).
 
@@ -524,6 +525,7 @@ def build(
         "drilldown": drilldown or [],
         "subset": subset,
         "overall": overall,
+        "provenance": provenance,
     }
 
 

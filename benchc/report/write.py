@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchc import spec
+from benchc import provenance, spec
 from benchc.fsutil import display_path
 from benchc.gates.snapshot import model_slug, recorded_vsi_support
 from benchc.report import agreement, data, drill, page, plots
@@ -125,6 +125,7 @@ def write_report(
     vsi_support: str | None = None,
     baseline_folder: Path | None = None,
     overall: Overall | None = None,
+    session: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
 
@@ -137,7 +138,8 @@ def write_report(
     run folder of the VSI arrays when the VSI gates have their own dataset; ``vsi_support``
     the VSI the gates read (default: what the snapshots were recorded with, docs/spec.md §5).
     ``overall``: the run's verdict as the suite decided it (default: decided here from the same
-    records and runs, :mod:`benchc.report.overall`).
+    records and runs, :mod:`benchc.report.overall`). ``session``: the suite run writing the
+    report (:func:`benchc.provenance.session`), for ``report.json`` ``provenance``.
     """
     run = _read(run_dir, vsi_dir)
     folder = baseline_folder
@@ -177,6 +179,9 @@ def write_report(
         vsi_support=vsi_support,
         subset=subset,
         overall=overall.to_dict() if overall is not None else None,
+        provenance=provenance.provenance(
+            run.manifest, _baseline_manifest(folder) if folder is not None else None, session
+        ),
     )
     if folder is not None:
         doc["baseline_note"] += environment_note(folder, run)
@@ -208,6 +213,14 @@ def _read(run_dir: Path, vsi_dir: Path | None) -> StoredRun:
         raise
     except ValueError as exc:
         raise StoreError(f"{display_path(run_dir)}: {exc}") from exc
+
+
+def _baseline_manifest(folder: Path) -> dict[str, Any] | None:
+    """The baseline's recorded manifest (model, dataset, environment) as provenance."""
+    from benchc.gates.baselines import read_manifest
+
+    meta = read_manifest(folder)
+    return {"folder": display_path(folder), **meta} if meta else None
 
 
 def environment_note(folder: Path, run: StoredRun) -> str:

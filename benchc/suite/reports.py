@@ -29,14 +29,17 @@ def write_reports(
     """``--report DIR``: the HTML page and JSON of this run with its gate verdicts; the
     Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it; then
     ``--log-samples`` and the exporters (:mod:`benchc.export.session`)."""
+    from benchc.provenance import session
     from benchc.report import ci
 
     dirs = [Path(d) for d in sorted(run_dirs)]
+    this = session()  # once: the page, report.json and the exporters say the same
     page = None
     if cfg.report is not None and dirs:
         page = write_page(
-            cfg, dirs, verdicts, cfg.report, baseline_folder=baseline_folder, overall=overall
-        )
+            cfg, dirs, verdicts, cfg.report, baseline_folder=baseline_folder, overall=overall,
+            session=this,
+        )  # fmt: skip
     if verdicts:
         ci.write_step_summary(
             verdicts,
@@ -48,7 +51,10 @@ def write_reports(
     from benchc.export.session import after_run
 
     after_run(
-        cfg, dirs, verdicts, partial(write_page, baseline_folder=baseline_folder, overall=overall)
+        cfg,
+        dirs,
+        verdicts,
+        partial(write_page, baseline_folder=baseline_folder, overall=overall, session=this),
     )
 
 
@@ -60,6 +66,7 @@ def write_page(
     *,
     baseline_folder: Path | None = None,
     overall: Overall | None = None,
+    session: dict | None = None,
 ) -> Path:
     """The report of ``dirs`` in ``out``: one run (with its VSI run) against its baseline, or
     several runs compared."""
@@ -80,6 +87,7 @@ def write_page(
             accept_command=_accept_command(cfg),
             vsi_support=cfg.vsi_support,
             overall=overall,
+            session=session,
         )
     return compare_runs([g for g, _ in groups], out, vsi_dirs=[v for _, v in groups])
 
