@@ -240,7 +240,7 @@ def test_a_gate_that_cannot_fail_says_so_and_how_many_samples_it_needs():
 def test_a_gate_without_noise_names_its_resolution_not_one_more_sample():
     # every prediction far from a tie: a benign re-measurement moves nothing (paired SE 0), and
     # accuracy 1 of 6 right leaves less room (1/6 of pairs) than a share's MDR on 6 samples
-    n, conditions = 6, ("fog-1",)
+    n = 6
     answers = np.zeros(n, dtype=np.int64)
     clean = np.full((n, 4), -20.0)
     clean[:, 1] = 20.0  # clean: all wrong

@@ -30,10 +30,9 @@ def test_report_json_and_the_page_carry_the_provenance(tmp_path):
     ds = make_dataset(tmp_path / "ds", n=12)
     run = make_run(tmp_path / "res", ds, model="toy-vlm")
     folder = record_baseline(run, tmp_path / "thr")
-    (folder / "baseline.manifest").write_text(
-        json.dumps({"name": "toy-vlm", "model": "org/released",
-                    "environment": {"torch": "2.13.0", "dtype": "float32"}})  # fmt: skip
-    )
+    env = {"torch": "2.13.0", "dtype": "float32"}
+    meta = {"name": "toy-vlm", "model": "org/released", "environment": env}
+    (folder / "baseline.manifest").write_text(json.dumps(meta))
     session = {"date": "2026-12-03T09:00:00+00:00", "command_line": "pytest --model=x --seed=3",
                "benchc": __version__, "benchc_commit": "f" * 40}  # fmt: skip
     out = tmp_path / "rep"
