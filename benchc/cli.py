@@ -199,6 +199,11 @@ def _compare(argv: Sequence[str]) -> int:
     except (StoreError, OSError) as exc:  # reading a run (compare_runs names the folder)
         return _unreadable("compare", ", ".join(str(r) for r, _ in runs), exc)
     print(f"{len(runs)} runs -> {page}")
+    import json
+
+    doc = json.loads((page.parent / "report.json").read_text(encoding="utf-8"))
+    for pair in (doc.get("compare") or {}).get("paired", {}).get("pairs", []):
+        print(f"  {pair['summary']}")
     return EXIT_OK
 
 

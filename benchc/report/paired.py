@@ -75,6 +75,7 @@ class Difference:
             "se": num(self.se),
             "z": None if math.isnan(self.z) else (None if math.isinf(self.z) else self.z),
             "significant": self.significant,
+            "worse": bool(math.isfinite(self.diff) and self.worse_by > 0),
             "n": self.n,
         }
 

@@ -18,7 +18,7 @@ from benchc.fsutil import display_path
 from benchc.gates.snapshot import model_slug, recorded_vsi_support
 from benchc.report import agreement, data, drill, page, plots
 from benchc.report import baseline as snap
-from benchc.report.compare import CompareError, shared
+from benchc.report.compare import CompareError, paired, shared
 from benchc.report.overall import Overall, decide, run_facts
 from benchc.report.vsi import vsi_by_id
 from benchc.results.reader import StoredRun, read_run
@@ -268,5 +268,6 @@ def compare_runs(
     )
     doc["compare"] = common.block()
     labels = [sr["label"] for sr in doc["series"][: len(runs)]]
+    doc["compare"]["paired"] = paired(runs, labels)
     doc["agreement"] = agreement.block(runs, labels, n_resamples=n_permutations)
     return _write(doc, out_dir, note)
