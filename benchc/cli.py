@@ -207,15 +207,56 @@ def _compare(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
+def _history(argv: Sequence[str]) -> int:
+    from benchc.report.history import HistoryError, history, html_page, text_table
+    from benchc.results.store import atomic_write_text
+
+    parser = argparse.ArgumentParser(
+        prog="benchc history",
+        description="Each gated model-level and VSI figure across the baselines recorded in a "
+        "thresholds folder, release after release, with the drift of the newest against the "
+        "oldest: a slow drift shows before any single gate fails.",
+    )
+    parser.add_argument("thresholds", type=Path, metavar="THRESHOLDS_DIR")
+    parser.add_argument(
+        "--baselines",
+        default=None,
+        help="comma-separated baseline names in release order (default: the order git added "
+        "them, else by name)",
+    )
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write JSON")
+    parser.add_argument("--html", type=Path, default=None, metavar="PATH", help="also write HTML")
+    args = parser.parse_args(list(argv))
+    names = [n for n in args.baselines.split(",") if n] if args.baselines else None
+    try:
+        doc = history(args.thresholds, names)
+    except HistoryError as exc:
+        print(f"benchc history: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(text_table(doc))
+    import json
+
+    for path, text in (
+        (args.json, lambda: json.dumps(doc, indent=1, sort_keys=True) + "\n"),
+        (args.html, lambda: html_page(doc)),
+    ):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, text())
+            print(f"wrote {path}")
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {
         "select": "choose a corruption-responsive testbed",
         "report": "report.html + report.json of a stored run",
         "compare": "one report page with stored runs side by side",
+        "history": "each gated figure across the recorded baselines (slow drift)",
     }
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
-        lines = ["usage: benchc {select,report,compare} ...", ""]
+        lines = ["usage: benchc {select,report,compare,history} ...", ""]
         lines += [f"  {name:<8} {text}" for name, text in commands.items()]
         lines += ["", "the suite itself: pytest --model=<hub id or folder> (docs/guides/)"]
         print(
@@ -230,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(select_main(rest) or 0)
     if command == "compare":
         return _compare(rest)
+    if command == "history":
+        return _history(rest)
     return _report(rest)
 
 
