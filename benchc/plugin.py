@@ -71,6 +71,11 @@ def pytest_configure(config: pytest.Config) -> None:
             config.getoption, rootdir=Path(config.rootpath), worker_id=xdist.worker_id(config)
         )
     xdist.refuse_parallel_update(config)
+    from dataclasses import replace
+
+    from benchc.provenance import command_line
+
+    cfg = replace(cfg, command_line=command_line(config.invocation_params.args))
     config.stash[SESSION] = SuiteSession(cfg)
     config.stash[RUN_DIRS] = set()
     config.stash[VERDICTS] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: Libraries whose release can change a stored number (the store keys outputs by them).
@@ -93,17 +93,29 @@ def git_commit() -> str | None:
     return f"{head}+dirty" if dirty else head or None
 
 
-def invocation() -> dict[str, str]:
-    """This process: when (UTC, ISO 8601) and the full command line as it was typed
-    (interpreter and ``-m`` included)."""
-    import datetime
+def command_line(args: Sequence[str] | None = None) -> str:
+    """The full command line as typed (interpreter and ``-m`` included); ``args``: the
+    arguments a session was really given (pytest's ``invocation_params.args``), when this
+    process's own command line does not end with them (``pytest.main`` in a process)."""
     import shlex
     import sys
 
-    argv = list(getattr(sys, "orig_argv", None) or sys.argv)
+    argv = [str(a) for a in (getattr(sys, "orig_argv", None) or sys.argv)]
+    if args is None:
+        return shlex.join(argv)
+    args = [str(a) for a in args]
+    if not args or (len(argv) > len(args) and argv[-len(args) :] == args):
+        return shlex.join(argv)
+    return shlex.join(["pytest", *args])
+
+
+def invocation(args: Sequence[str] | None = None) -> dict[str, str]:
+    """This process: when (UTC, ISO 8601) and :func:`command_line`."""
+    import datetime
+
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "command_line": shlex.join(argv),
+        "command_line": command_line(args),
     }
 
 
@@ -129,11 +141,15 @@ def run_provenance(manifest: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def session() -> dict[str, Any]:
-    """This process as provenance: :func:`invocation` plus the benchc version and commit."""
+def session(command: str | None = None) -> dict[str, Any]:
+    """This process as provenance: :func:`invocation` (``command``: the session's command line
+    when known) plus the benchc version and commit."""
     from benchc import __version__
 
-    return {**invocation(), "benchc": __version__, "benchc_commit": git_commit()}
+    now = invocation()
+    if command:
+        now["command_line"] = command
+    return {**now, "benchc": __version__, "benchc_commit": git_commit()}
 
 
 def provenance(
@@ -157,6 +173,6 @@ def provenance(
 
 
 __all__ = [
-    "FIELDS", "differences", "environment", "git_commit", "invocation", "numeric_versions",
-    "provenance", "run_provenance", "session",
+    "FIELDS", "command_line", "differences", "environment", "git_commit", "invocation",
+    "numeric_versions", "provenance", "run_provenance", "session",
 ]  # fmt: skip

@@ -78,6 +78,8 @@ class SuiteConfig:
     #: What an inconclusive verdict does to the exit code (:mod:`benchc.report.overall`).
     inconclusive: str = _d("inconclusive")
     worker_id: str | None = None
+    #: The command line this session was started with (provenance; None: this process's).
+    command_line: str | None = None
     #: Skip (and count) bad samples instead of failing on the first one.
     lenient: bool = _d("lenient")
     #: Let dataset image/mask paths leave the dataset's folder (shared image folders).

@@ -33,7 +33,7 @@ def write_reports(
     from benchc.report import ci
 
     dirs = [Path(d) for d in sorted(run_dirs)]
-    this = session()  # once: the page, report.json and the exporters say the same
+    this = session(cfg.command_line)  # once: the page, report.json and the exporters say the same
     page = None
     if cfg.report is not None and dirs:
         page = write_page(

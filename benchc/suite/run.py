@@ -130,6 +130,7 @@ class SuiteRun:
             from benchc.provenance import git_commit, invocation
 
             now = invocation()
+            now["command_line"] = self.cfg.command_line or now["command_line"]
             self.store.write_manifest(
                 {"model_spec": self.cfg.model, "dataset_spec": self.cfg.dataset,
                  "environment": environment(self.backend), "created": now["date"],

@@ -51,3 +51,12 @@ def test_report_json_and_the_page_carry_the_provenance(tmp_path):
     for value in (session["command_line"], session["date"], "f" * 40,
                   manifest["dataset_fingerprint"], "org/released", "torch 2.13.0"):  # fmt: skip
         assert escape(value, quote=False) in block, value
+
+
+def test_the_command_line_is_the_sessions_own():
+    argv = list(sys.orig_argv)
+    assert provenance.command_line() == shlex.join(argv)
+    # pytest.main(args) inside another process: the arguments it was really given
+    assert provenance.command_line(["suite", "--seed=3"]) == "pytest suite --seed=3"
+    if len(argv) > 1:  # this process's own arguments: the whole command as typed
+        assert provenance.command_line(argv[-1:]) == shlex.join(argv)
