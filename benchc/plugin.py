@@ -18,7 +18,17 @@ from typing import TYPE_CHECKING
 import pytest
 
 from benchc.suite.activate import activate, suite_requested, usage_error
-from benchc.suite.keys import BUDGET, LOAD_ERROR, NOTES, RUN_DIRS, SESSION, VERDICTS, WRITE_ERRORS
+from benchc.suite.keys import (
+    BUDGET,
+    LOAD_ERROR,
+    NOTES,
+    OVERALL,
+    RUN_DIRS,
+    SESSION,
+    SUITE_PROPERTY,
+    VERDICTS,
+    WRITE_ERRORS,
+)
 from benchc.suite.options import add_namespaced_options
 from benchc.suite.shortforms import GROUP, GROUP_HELP, add_short_forms
 
@@ -26,7 +36,7 @@ if TYPE_CHECKING:
     from benchc.suite.gate import GateCheck
     from benchc.suite.session import SuiteSession
 
-pytest_plugins = ["benchc.suite.fixtures"]
+pytest_plugins = ["benchc.suite.fixtures", "benchc.suite.overall"]
 
 #: Which gate level each case marker checks (for the false-alarm budget).
 _LEVEL_OF_MARKER = {"benchc_cell": "cell", "benchc_family": "family", "benchc_model": "model"}
@@ -138,7 +148,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 # -- fixtures (the session ones: benchc.suite.fixtures) -----------------------------------
 @pytest.fixture
 def benchc_gate(
-    snapshot, benchc_session: SuiteSession, request: pytest.FixtureRequest, capsys
+    snapshot,
+    benchc_session: SuiteSession,
+    request: pytest.FixtureRequest,
+    capsys,
+    record_testsuite_property,
 ) -> Iterator[GateCheck]:
     """``benchc_gate(payload)``: a paired check against ``thresholds/<slug>/<case>.json``."""
     from benchc.gates.budget import ErrorBudget
@@ -155,6 +169,7 @@ def benchc_gate(
                         seed=cfg.seed)  # fmt: skip
     node = request.node
     sides = benchc_session.sides()
+    config.stash[SUITE_PROPERTY] = record_testsuite_property  # the run's verdict, at the end
 
     def sink(case: str, record: dict) -> None:
         config.stash[VERDICTS].append(record)
@@ -227,7 +242,8 @@ def _write_reports(config: pytest.Config) -> list[str]:
     notes = _sides(config)[2:] + [n for n in _notes(config) if "another environment" in n]
     folder = state.baseline.folder if state.started else None
     return write_reports(state.cfg, config.stash[RUN_DIRS], verdicts or None, sides=sides,
-                         notes=notes, baseline_folder=folder)  # fmt: skip
+                         notes=notes, baseline_folder=folder,
+                         overall=config.stash.get(OVERALL, None))  # fmt: skip
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -257,7 +273,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 
     budget = config.stash.get(BUDGET, None)
     records = sorted(config.stash[VERDICTS], key=lambda r: (r["case"], r.get("figure") or ""))
-    lines = gate_summary(records, budget.describe() if budget is not None else None)
+    lines = gate_summary(
+        records,
+        budget.describe() if budget is not None else None,
+        overall=config.stash.get(OVERALL, None),
+    )
     dirs = sorted(config.stash[RUN_DIRS])
     notes = _notes(config)
     if not lines and not dirs and not notes and not config.stash.get(WRITE_ERRORS, []):

@@ -76,6 +76,12 @@ def activate(config: pytest.Config) -> SuiteSession:
             config.getoption, rootdir=Path(config.rootpath), worker_id=xdist.worker_id(config)
         )
     xdist.refuse_parallel_update(config)
+    from dataclasses import replace
+
+    from benchc.provenance import command_line
+
+    # provenance: the command this session was started with (pytest.main in a process too)
+    cfg = replace(cfg, command_line=command_line(config.invocation_params.args))
     state = SuiteSession(cfg)
     config.stash[RUN_DIRS] = set()
     config.stash[VERDICTS] = []

@@ -11,8 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchc.suite.config import SuiteConfig
+
+if TYPE_CHECKING:
+    from benchc.report.overall import Overall
 
 
 def write_reports(
@@ -23,25 +27,30 @@ def write_reports(
     sides: dict[str, str] | None = None,
     notes: list[str] | None = None,
     baseline_folder: Path | None = None,
+    overall: Overall | None = None,
 ) -> list[str]:
     """``--report DIR``: the HTML page and JSON of this run with its gate verdicts; the
     Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it; then
-    ``--log-samples`` and the exporters (:mod:`benchc.export.session`). Returns one line per
-    write that failed."""
+    ``--log-samples`` and the exporters (:mod:`benchc.export.session`). ``overall``: the run's
+    verdict, decided once (:mod:`benchc.suite.overall`). Returns one line per write that
+    failed."""
     import os
 
     from benchc.export.session import after_run
+    from benchc.provenance import session
     from benchc.report import ci
     from benchc.suite.outputs import after_compute
 
     dirs = [Path(d) for d in sorted(run_dirs)]
+    this = session(cfg.command_line)  # once: the page, report.json and the exporters say the same
+    writer = partial(write_page, baseline_folder=baseline_folder, overall=overall, session=this)
     errors: list[str | None] = []
     page = None
     if cfg.report is not None and dirs:
         page, error = after_compute(
             "the report (--report)",
             cfg.report,
-            lambda: write_page(cfg, dirs, verdicts, cfg.report, baseline_folder=baseline_folder),
+            lambda: writer(cfg, dirs, verdicts, cfg.report),
         )
         if error:
             errors.append(f"{error}; rebuild it from the kept results: "
@@ -50,9 +59,8 @@ def write_reports(
         errors.append(after_compute(
             "the CI step summary", os.environ.get("GITHUB_STEP_SUMMARY"),
             lambda: ci.write_step_summary(verdicts, report=str(page) if page else None,
-                                          sides=sides, notes=notes or ()),
+                                          sides=sides, notes=notes or (), overall=overall),
         )[1])  # fmt: skip
-    writer = partial(write_page, baseline_folder=baseline_folder)
     errors.append(after_compute(
         "the per-sample log and exports", cfg.report,
         lambda: after_run(cfg, dirs, verdicts, writer),
@@ -77,6 +85,8 @@ def write_page(
     out: Path,
     *,
     baseline_folder: Path | None = None,
+    overall: Overall | None = None,
+    session: dict | None = None,
 ) -> Path:
     """The report of ``dirs`` in ``out``: one run (with its VSI run) against its baseline, or
     several runs compared."""
@@ -94,9 +104,20 @@ def write_page(
             verdicts=verdicts,
             verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
             record_command=_record_command(cfg, baseline_folder),
+            accept_command=_accept_command(cfg),
             vsi_support=cfg.vsi_support,
+            overall=overall,
+            session=session,
         )
     return compare_runs([g for g, _ in groups], out, vsi_dirs=[v for _, v in groups])
+
+
+def _accept_command(cfg: SuiteConfig) -> str:
+    """The command that records this candidate as its baseline (the change is intended): its
+    own settings, results and ``--baseline``."""
+    from benchc.suite.gate import record_command
+
+    return record_command(cfg)
 
 
 def _record_command(cfg: SuiteConfig, folder: Path | None) -> str:
