@@ -215,7 +215,7 @@ def _write_reports(config: pytest.Config) -> None:
     notes = _sides(config)[2:] + [n for n in _notes(config) if "another environment" in n]
     folder = state.baseline.folder if state.started else None
     write_reports(state.cfg, config.stash[RUN_DIRS], verdicts or None, sides=sides, notes=notes,
-                  baseline_folder=folder)  # fmt: skip
+                  baseline_folder=folder, run_notes=_notes(config))  # fmt: skip
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -49,6 +49,7 @@ display:inline-block}.bar.x{background:#d62728}.opt{display:grid;grid-template-c
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("verdict", "Verdict"),
+    ("notes", "Run notes"),
     ("table2", "Model-level robustness (Bench-C Table II)"),
     ("states", "Four-state diagnosis (Bench-C Table III)"),
     ("heatmaps", "Corruption x severity"),

@@ -22,6 +22,7 @@ from benchc.report.compare import CompareError, shared
 from benchc.report.vsi import vsi_by_id
 from benchc.results.reader import StoredRun, read_run
 from benchc.results.store import StoreError, atomic_write_text
+from benchc.suite.notes import stored_run_notes
 
 HTML = "report.html"
 JSON = "report.json"
@@ -117,6 +118,7 @@ def write_report(
     vsi_dir: Path | None = None,
     vsi_support: str | None = None,
     baseline_folder: Path | None = None,
+    notes: Sequence[str] | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
 
@@ -128,6 +130,8 @@ def write_report(
     baseline's per-pair figures come from the snapshots' evidence sidecars; ``vsi_dir`` is the
     run folder of the VSI arrays when the VSI gates have their own dataset; ``vsi_support``
     the VSI the gates read (default: what the snapshots were recorded with, docs/spec.md §5).
+    ``notes``: the run notes the terminal printed (pytest passes its session's); None reads
+    what the stored run still shows (:func:`benchc.suite.notes.stored_run_notes`).
     """
     run = read_run(run_dir, vsi_dir=vsi_dir)
     folder = baseline_folder
@@ -162,6 +166,7 @@ def write_report(
     )
     if folder is not None:
         doc["baseline_note"] += environment_note(folder, run)
+    doc["notes"] = list(notes) if notes is not None else stored_run_notes(run)
     return _write(doc, out_dir, note)
 
 
@@ -221,5 +226,7 @@ def compare_runs(
     )
     doc["compare"] = common.block()
     labels = [sr["label"] for sr in doc["series"][: len(runs)]]
+    doc["notes"] = [f"{lab}: {n}" for lab, r in zip(labels, runs, strict=True)
+                    for n in stored_run_notes(r)]  # fmt: skip
     doc["agreement"] = agreement.block(runs, labels, n_resamples=n_permutations)
     return _write(doc, out_dir, note)

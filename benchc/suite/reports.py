@@ -20,23 +20,29 @@ def write_reports(
     sides: dict[str, str] | None = None,
     notes: list[str] | None = None,
     baseline_folder: Path | None = None,
+    run_notes: list[str] | None = None,
 ) -> None:
-    """``--report DIR``: the HTML page and JSON of this run with its gate verdicts; the
-    Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it; then
-    ``--log-samples`` and the exporters (:mod:`benchc.export.session`)."""
+    """``--report DIR``: the HTML page and JSON of this run with its gate verdicts and
+    ``run_notes`` (the notes the terminal prints); the Markdown verdict table into
+    ``$GITHUB_STEP_SUMMARY`` when CI sets it; then ``--log-samples`` and the exporters
+    (:mod:`benchc.export.session`)."""
     from benchc.report import ci
 
     dirs = [Path(d) for d in sorted(run_dirs)]
     page = None
     if cfg.report is not None and dirs:
-        page = write_page(cfg, dirs, verdicts, cfg.report, baseline_folder=baseline_folder)
+        page = write_page(
+            cfg, dirs, verdicts, cfg.report, baseline_folder=baseline_folder, notes=run_notes
+        )
     if verdicts:
         ci.write_step_summary(
             verdicts, report=str(page) if page else None, sides=sides, notes=notes or ()
         )
     from benchc.export.session import after_run
 
-    after_run(cfg, dirs, verdicts, partial(write_page, baseline_folder=baseline_folder))
+    after_run(
+        cfg, dirs, verdicts, partial(write_page, baseline_folder=baseline_folder, notes=run_notes)
+    )
 
 
 def write_page(
@@ -46,9 +52,10 @@ def write_page(
     out: Path,
     *,
     baseline_folder: Path | None = None,
+    notes: list[str] | None = None,
 ) -> Path:
     """The report of ``dirs`` in ``out``: one run (with its VSI run) against its baseline, or
-    several runs compared."""
+    several runs compared; ``notes``: the session's run notes (None: what the runs show)."""
     from benchc.report import compare_runs, write_report
     from benchc.results.reader import group_runs
 
@@ -64,6 +71,7 @@ def write_page(
             verdict_note=None if verdicts else "no gate verdicts were recorded in this run",
             record_command=_record_command(cfg, baseline_folder),
             vsi_support=cfg.vsi_support,
+            notes=notes,
         )
     return compare_runs([g for g, _ in groups], out, vsi_dirs=[v for _, v in groups])
 
