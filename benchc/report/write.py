@@ -152,6 +152,7 @@ def write_report(
         baseline_ras=drill.mean_ras_by_id(base_run, run),
         images=images,
         vsi=_vsi_pair(run, base, base_run, vsi_support),
+        other=base_run,
     )
     doc = data.build(
         [run],
@@ -215,8 +216,13 @@ def compare_runs(
     # the runs on what they all have (cells, samples), what was left out said on the page
     common = shared(runs, list(labels) if labels else data.default_labels(runs))
     runs = common.runs
-    picks = drill.pick_samples(runs[0], other=runs[1])
-    items, note = drill.drilldown(runs[0], picks, images=images)
+    # the cards: the second run's samples that moved most against the first (the baseline of
+    # every difference), the first run's answer beside the second's
+    names = list(labels) if labels else data.default_labels(runs)
+    picks = drill.pick_samples(runs[1], other=runs[0], other_label=names[0])
+    items, note = drill.drilldown(
+        runs[1], picks, images=images, other=runs[0], labels=(names[1], names[0])
+    )
     doc = data.build(
         runs,
         labels=labels,

@@ -17,7 +17,7 @@ from benchc.metrics import (
     insensitive_fraction,
 )
 from benchc.metrics.figures import reported_cells, table2_figures
-from benchc.report import ci, compare_runs, data, plots, write_report
+from benchc.report import ci, compare_runs, data, page, plots, write_report
 from benchc.report.baseline import read_snapshots
 from benchc.results.reader import find_runs, read_run
 from benchc_tests.unit.report_runs import make_dataset, make_run, verdict
@@ -231,7 +231,7 @@ def test_write_report_files(tmp_path, run_dir):
     assert out.name == "report.html" and out.stat().st_size < 5_000_000
     assert 'href="#gate-fog-2-ras"' in html and 'id="gate-fog-2-ras"' in html
     assert html.index("gate-fog-2-ras") < html.index('id="table2"')  # verdict first
-    assert html.count('class="report-section"') == 9
+    assert html.count('class="report-section"') == len(page.SECTIONS)
     assert html.count('<figure class="fig"') == len(plots.PLOTS)
     assert not re.search(r"""(src|href)=["']?(https?:)?//|url\(\s*["']?https?:|<script""", html)
     assert html.count("<img ") == 3 * data.DRILL_SAMPLES  # clean, corrupted, blurred
@@ -347,7 +347,7 @@ def test_baseline_run_comes_from_the_snapshot_evidence(tmp_path, dataset):
     assert b["kind"] == "baseline"
     assert b["states"]["count"] == base.grid.states("ras").count.tolist()
     assert b["trajectories"] is not None and b["plane"] is not None
-    assert doc["drilldown"][0]["why"] == "largest drop in mean RAS vs the baseline"
+    assert doc["drilldown"][0]["why"].startswith("largest drop in mean RAS vs the baseline: ")
     assert doc["drilldown"][0]["baseline_mean_ras"] is not None
 
 
