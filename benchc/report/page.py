@@ -48,7 +48,8 @@ solid #c62828}.card-title{font-size:14px;margin:0;font-weight:normal}.card-why{m
 .thumbs img{width:100%;height:auto;border:1px solid #ccc;image-rendering:pixelated}
 .card-answers .said{display:block}.opt{display:grid;gap:2px 6px;align-items:end;
 margin-top:4px}.opt2{grid-template-columns:14px minmax(0,1fr) repeat(2,64px)}
-.opt4{grid-template-columns:14px minmax(0,1fr) repeat(4,minmax(42px,min-content))}.opt .ans{font-weight:bold}
+.opt4{grid-template-columns:14px minmax(0,1fr) repeat(4,minmax(42px,min-content))}
+.opt .ans{font-weight:bold}
 .opt-head{text-align:center;border-bottom:1px solid #d0d7de;overflow-wrap:anywhere}
 .opt-who{font-size:10px;line-height:1.1}.opt-text{overflow-wrap:anywhere}
 .pv{display:flex;flex-direction:column;font-size:11px}.bar{height:6px;background:#1f77b4;

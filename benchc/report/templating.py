@@ -38,6 +38,8 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         extensions=[JoinLines],
     )
-    env.filters.update(f=f, pct=pct, moved=moved, g2=_g2, letter=lambda k: chr(65 + k), bar_pct=_bar_pct)
+    env.filters.update(
+        f=f, pct=pct, moved=moved, g2=_g2, letter=lambda k: chr(65 + k), bar_pct=_bar_pct
+    )
     env.globals["nl"] = "\n"
     return env
