@@ -35,7 +35,7 @@ tr.fail td{background:#fde8e8}tr.improved td{background:#e6f6e9}tr.unchecked td{
 .v-fail{background:#fde8e8;border:1px solid #c62828}
 .v-ok{background:#e6f6e9;border:1px solid #2e7d32}
 .v-none{background:#f3f5f7;border:1px solid #aaa}figure.fig{margin:10px 0;overflow-x:auto}
-figure.fig svg{max-width:100%;height:auto}ul.movers{margin:2px 0;padding-left:16px}
+figure.fig svg{display:block;max-width:none}ul.movers{margin:2px 0;padding-left:16px}
 td p.reason,td p.mdr-note{margin:0 0 2px}header ul{margin:4px 0 0;font-size:12px;color:#c8d6e5}
 figcaption{font-size:12px;color:#555}
 pre{background:#f3f5f7;padding:8px;overflow-x:auto;font-size:12px}.se{color:#777;font-size:11px}
@@ -54,6 +54,17 @@ margin-top:4px}.opt2{grid-template-columns:14px minmax(0,1fr) repeat(2,64px)}
 .opt-who{font-size:10px;line-height:1.1}.opt-text{overflow-wrap:anywhere}
 .pv{display:flex;flex-direction:column;font-size:11px}.bar{height:6px;background:#1f77b4;
 display:block}.bar.x{background:#d62728}.bar.b0{opacity:.45}
+"""
+
+#: The page on any screen: no horizontal page scroll at 390 px. A table wider than the screen
+#: scrolls inside its own box; a figure shows at its own size (every label >= 9 px, see
+#: plots.MIN_PT) and scrolls inside its frame; long words (paths, ids) wrap.
+LAYOUT_CSS = """
+table{display:block;max-width:100%;overflow-x:auto;width:max-content}
+p,li,h1,h2,h3,figcaption,header{overflow-wrap:break-word}
+nav{display:flex;flex-wrap:wrap;gap:2px 12px}nav a{margin-right:0}
+@media (max-width:600px){header,nav{padding-left:10px;padding-right:10px}
+main{padding:0 10px 30px}header h1{font-size:17px}h2{font-size:16px}}
 """
 
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -159,7 +170,7 @@ def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None 
         .get_template("page.html.j2")
         .render(
             doc=doc,
-            css=Markup(CSS),  # benchc's own stylesheet: raw text inside <style>
+            css=Markup(CSS + LAYOUT_CSS),  # benchc's own stylesheet: raw text in <style>
             sections=sections,
             figures=_figures(svgs),
             by_status=_by_status(doc["verdicts"].get("items") or []),

@@ -159,12 +159,12 @@ def test_heatmap_draws_the_cell_values(doc):
     svg = plots.heatmap(doc, "ras", "RAS")
     texts = " ".join(_svg_texts(svg))
     for key, value in doc["series"][0]["cells"]["ras"].items():
-        assert f"{value:.2f}" in texts, key
+        assert plots.cell_text(value) in texts, key
     traj = " ".join(_svg_texts(plots.trajectory_composition(doc)))
     t = doc["series"][0]["trajectories"]
     for share, r in zip(t["share"], t["ras"], strict=True):
         if share and share > 0.06:
-            assert f"{r:+.2f}" in traj
+            assert plots.cell_text(r, signed=True) in traj
 
 
 def _snapshot(folder: Path, scope: str, figs: dict[str, float], **info) -> None:
@@ -203,7 +203,7 @@ def test_baseline_overlay_comes_from_the_snapshots(tmp_path, run_dir):
     svg = plots.heatmap(doc, "ras", "RAS")
     assert "baseline" in _svg_texts(svg)  # its own panel, and the change under each value
     fog1 = doc["series"][0]["cells"]["ras"]["fog-1"]
-    assert f"{fog1 + 0.25:+.2f}" in " ".join(_svg_texts(svg))
+    assert plots.cell_text(fog1 + 0.25, signed=True) in " ".join(_svg_texts(svg))
 
 
 def test_verdicts_failures_first_with_anchors():
@@ -398,7 +398,7 @@ def test_family_matrix_draws_the_family_means(doc):
     texts = " ".join(_svg_texts(plots.family_matrix(doc)))
     for fam, row in doc["series"][0]["families"]["r_c"].items():
         for v in row:
-            assert f"{v:+.2f}" in texts, fam
+            assert plots.cell_text(v, signed=True) in texts, fam
 
 
 def test_offline_verdicts_check_the_separate_vsi_run_too(tmp_path, dataset):
