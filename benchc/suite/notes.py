@@ -122,9 +122,7 @@ def stored_run_notes(run: Any) -> list[str]:
         except StoreError:
             mass = None
         if mass is not None:
-            out += clean_warnings(
-                run.clean_logits, mass, run.answers, run.n_options, list(run.ids)
-            )
+            out += clean_warnings(run.clean_logits, mass, run.answers, run.n_options, list(run.ids))
     if run.vsi is not None:
         out += vsi_region_notes(run.vsi, list(run.vsi_ids or run.ids))
     return out
