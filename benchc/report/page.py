@@ -64,7 +64,9 @@ table{display:block;max-width:100%;overflow-x:auto;width:max-content}
 p,li,h1,h2,h3,figcaption,header{overflow-wrap:break-word}
 nav{display:flex;flex-wrap:wrap;gap:2px 12px}nav a{margin-right:0}
 @media (max-width:600px){header,nav{padding-left:10px;padding-right:10px}
-main{padding:0 10px 30px}header h1{font-size:17px}h2{font-size:16px}}
+main{padding:0 10px 30px}header h1{font-size:17px}h2{font-size:16px}
+figure.fig figcaption::before{content:"Each figure keeps its size: swipe it sideways. ";
+font-style:italic}}
 """
 
 SECTIONS: tuple[tuple[str, str], ...] = (
