@@ -11,8 +11,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchc.results.store import StoreError
+
+if TYPE_CHECKING:
+    from benchc.report.overall import Overall
 
 
 def _runs_under(
@@ -58,9 +62,16 @@ def _report(argv: Sequence[str]) -> int:
         "(thresholds/release-1) or a thresholds folder holding one named after the run's model",
     )
     parser.add_argument("--no-images", action="store_true", help="skip the drill-down thumbnails")
+    parser.add_argument(
+        "--inconclusive",
+        choices=("warn", "fail"),
+        default="warn",
+        help="an inconclusive verdict (no gate failed, but the gates could not have caught a "
+        f"regression): warn (default) or fail (exit status {EXIT_INCONCLUSIVE})",
+    )
     args = parser.parse_args(list(argv))
     runs = _runs_under(parser, args.runs)
-    failed = 0
+    failed = inconclusive = 0
     for run_dir, vsi_dir in runs:
         out = args.out if len(runs) == 1 else args.out / f"{run_dir.parent.name}-{run_dir.name}"
         folder = None
@@ -75,14 +86,19 @@ def _report(argv: Sequence[str]) -> int:
                 images=not args.no_images,
                 vsi_dir=vsi_dir,
             )
-        except (StoreError, OSError, ValueError) as exc:
+        except (StoreError, OSError) as exc:  # reading the run (write_report names the file)
             return _unreadable("report", run_dir, exc)
-        statuses = _statuses(page.parent / "report.json")
+        statuses, overall = _statuses(page.parent / "report.json")
         print(f"{run_dir} -> {page}")
         if folder is not None:
             print(f"  gates against baseline {folder.name} ({folder}): " + _counts(statuses))
+        if overall is not None:
+            print("\n".join(f"  {line}" for line in overall.lines()))
+            inconclusive += overall.state == "inconclusive"
         failed += statuses.count("fail")
-    return EXIT_GATE_FAILED if failed else EXIT_OK
+    if failed:
+        return EXIT_GATE_FAILED
+    return EXIT_INCONCLUSIVE if inconclusive and args.inconclusive == "fail" else EXIT_OK
 
 
 #: ``benchc report`` and ``benchc compare`` exit codes, each with what it means (the docs
@@ -94,8 +110,10 @@ EXIT_CODES: dict[int, str] = {
     "runs that share no cell (`compare`)",
     3: "a stored run cannot be read (damaged or foreign results folder: the message names the "
     "file)",
+    4: "no gate failed but the verdict is inconclusive, with `benchc report --inconclusive=fail` "
+    "(the reasons are printed, and in report.json `overall`)",
 }
-EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_UNREADABLE = sorted(EXIT_CODES)
+EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_UNREADABLE, EXIT_INCONCLUSIVE = sorted(EXIT_CODES)
 
 
 def _baseline_folder(parser: argparse.ArgumentParser, run_dir: Path, given: Path) -> Path:
@@ -117,11 +135,15 @@ def _baseline_folder(parser: argparse.ArgumentParser, run_dir: Path, given: Path
     )  # fmt: skip
 
 
-def _statuses(report_json: Path) -> list[str]:
+def _statuses(report_json: Path) -> tuple[list[str], Overall | None]:
+    """The gate statuses and the run's verdict a written ``report.json`` holds."""
     import json
 
+    from benchc.report.overall import Overall
+
     doc = json.loads(report_json.read_text(encoding="utf-8"))
-    return [str(v.get("status")) for v in (doc.get("verdicts") or {}).get("items", [])]
+    statuses = [str(v.get("status")) for v in (doc.get("verdicts") or {}).get("items", [])]
+    return statuses, Overall.from_dict(doc["overall"]) if doc.get("overall") else None
 
 
 def _counts(statuses: list[str]) -> str:
@@ -177,6 +199,51 @@ def _compare(argv: Sequence[str]) -> int:
     except (StoreError, OSError) as exc:  # reading a run (compare_runs names the folder)
         return _unreadable("compare", ", ".join(str(r) for r, _ in runs), exc)
     print(f"{len(runs)} runs -> {page}")
+    import json
+
+    doc = json.loads((page.parent / "report.json").read_text(encoding="utf-8"))
+    for pair in (doc.get("compare") or {}).get("paired", {}).get("pairs", []):
+        print(f"  {pair['summary']}")
+    return EXIT_OK
+
+
+def _history(argv: Sequence[str]) -> int:
+    from benchc.report.history import HistoryError, history, html_page, text_table
+    from benchc.results.store import atomic_write_text
+
+    parser = argparse.ArgumentParser(
+        prog="benchc history",
+        description="Each gated model-level and VSI figure across the baselines recorded in a "
+        "thresholds folder, release after release, with the drift of the newest against the "
+        "oldest: a slow drift shows before any single gate fails.",
+    )
+    parser.add_argument("thresholds", type=Path, metavar="THRESHOLDS_DIR")
+    parser.add_argument(
+        "--baselines",
+        default=None,
+        help="comma-separated baseline names in release order (default: the order git added "
+        "them, else by name)",
+    )
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write JSON")
+    parser.add_argument("--html", type=Path, default=None, metavar="PATH", help="also write HTML")
+    args = parser.parse_args(list(argv))
+    names = [n for n in args.baselines.split(",") if n] if args.baselines else None
+    try:
+        doc = history(args.thresholds, names)
+    except HistoryError as exc:
+        print(f"benchc history: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(text_table(doc))
+    import json
+
+    for path, text in (
+        (args.json, lambda: json.dumps(doc, indent=1, sort_keys=True) + "\n"),
+        (args.html, lambda: html_page(doc)),
+    ):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, text())
+            print(f"wrote {path}")
     return EXIT_OK
 
 
@@ -186,9 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "select": "choose a corruption-responsive testbed",
         "report": "report.html + report.json of a stored run",
         "compare": "one report page with stored runs side by side",
+        "history": "each gated figure across the recorded baselines (slow drift)",
     }
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
-        lines = ["usage: benchc {select,report,compare} ...", ""]
+        lines = ["usage: benchc {select,report,compare,history} ...", ""]
         lines += [f"  {name:<8} {text}" for name, text in commands.items()]
         lines += ["", "the suite itself: pytest --model=<hub id or folder> (docs/guides/)"]
         print(
@@ -203,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(select_main(rest) or 0)
     if command == "compare":
         return _compare(rest)
+    if command == "history":
+        return _history(rest)
     return _report(rest)
 
 

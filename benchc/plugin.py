@@ -19,11 +19,20 @@ import pytest
 
 from benchc.suite import collect, xdist
 from benchc.suite.config import ConfigError, SuiteConfig
-from benchc.suite.keys import BUDGET, LOAD_ERROR, NOTES, RUN_DIRS, SESSION, VERDICTS
+from benchc.suite.keys import (
+    BUDGET,
+    LOAD_ERROR,
+    NOTES,
+    OVERALL,
+    RUN_DIRS,
+    SESSION,
+    SUITE_PROPERTY,
+    VERDICTS,
+)
 from benchc.suite.options import add_options
 from benchc.suite.session import LoadError, SuiteSession, quiet_progress_bars
 
-pytest_plugins = ["benchc.suite.fixtures"]
+pytest_plugins = ["benchc.suite.fixtures", "benchc.suite.overall"]
 
 #: Which gate level each case marker checks (for the false-alarm budget).
 _LEVEL_OF_MARKER = {"benchc_cell": "cell", "benchc_family": "family", "benchc_model": "model"}
@@ -46,7 +55,7 @@ def _snapshot_update_help(parser: pytest.Parser) -> None:
     renders after ``pytest_configure``)."""
     for group in getattr(parser, "_groups", []):
         for opt in group.options:
-            if "--snapshot-update" in opt.names():
+            if "--snapshot-update" in opt.names() and hasattr(opt, "_attrs"):
                 opt._attrs["help"] = SNAPSHOT_UPDATE_HELP
     optparser = getattr(parser, "optparser", None)  # the argparse parser built from them
     for action in getattr(optparser, "_actions", []):
@@ -62,6 +71,11 @@ def pytest_configure(config: pytest.Config) -> None:
             config.getoption, rootdir=Path(config.rootpath), worker_id=xdist.worker_id(config)
         )
     xdist.refuse_parallel_update(config)
+    from dataclasses import replace
+
+    from benchc.provenance import command_line
+
+    cfg = replace(cfg, command_line=command_line(config.invocation_params.args))
     config.stash[SESSION] = SuiteSession(cfg)
     config.stash[RUN_DIRS] = set()
     config.stash[VERDICTS] = []
@@ -143,7 +157,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 # -- fixtures (the session ones: benchc.suite.fixtures) -----------------------------------
 @pytest.fixture
-def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureRequest):
+def benchc_gate(
+    snapshot,
+    benchc_session: SuiteSession,
+    request: pytest.FixtureRequest,
+    record_testsuite_property,
+):
     """``benchc_gate(payload)``: a paired check against ``thresholds/<slug>/<case>.json``."""
     from benchc.gates.budget import ErrorBudget
     from benchc.gates.snapshot import extension_for
@@ -158,6 +177,7 @@ def benchc_gate(snapshot, benchc_session: SuiteSession, request: pytest.FixtureR
                         seed=cfg.seed)  # fmt: skip
     node = request.node
     sides = benchc_session.sides()
+    config.stash[SUITE_PROPERTY] = record_testsuite_property  # the run's verdict, at the end
 
     def sink(case: str, record: dict) -> None:
         config.stash[VERDICTS].append(record)
@@ -215,7 +235,8 @@ def _write_reports(config: pytest.Config) -> None:
     notes = _sides(config)[2:] + [n for n in _notes(config) if "another environment" in n]
     folder = state.baseline.folder if state.started else None
     write_reports(state.cfg, config.stash[RUN_DIRS], verdicts or None, sides=sides, notes=notes,
-                  baseline_folder=folder, run_notes=_notes(config))  # fmt: skip
+                  baseline_folder=folder, overall=config.stash.get(OVERALL, None),
+                  run_notes=_notes(config))  # fmt: skip
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -245,7 +266,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 
     budget = config.stash.get(BUDGET, None)
     records = sorted(config.stash[VERDICTS], key=lambda r: (r["case"], r.get("figure") or ""))
-    lines = gate_summary(records, budget.describe() if budget is not None else None)
+    lines = gate_summary(
+        records,
+        budget.describe() if budget is not None else None,
+        overall=config.stash.get(OVERALL, None),
+    )
     dirs = sorted(config.stash[RUN_DIRS])
     notes = _notes(config)
     if not lines and not dirs and not notes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: Libraries whose release can change a stored number (the store keys outputs by them).
@@ -72,4 +72,107 @@ def differences(recorded: Mapping[str, Any] | None, current: Mapping[str, Any]) 
     ]
 
 
-__all__ = ["FIELDS", "differences", "environment", "numeric_versions"]
+def git_commit() -> str | None:
+    """The commit of the benchc checkout this code runs from (``+dirty`` with uncommitted
+    changes); None for an installed wheel or without git."""
+    import subprocess
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+dirty" if dirty else head or None
+
+
+def command_line(args: Sequence[str] | None = None) -> str:
+    """The full command line as typed (interpreter and ``-m`` included); ``args``: the
+    arguments a session was really given (pytest's ``invocation_params.args``), when this
+    process's own command line does not end with them (``pytest.main`` in a process)."""
+    import shlex
+    import sys
+
+    argv = [str(a) for a in (getattr(sys, "orig_argv", None) or sys.argv)]
+    if args is None:
+        return shlex.join(argv)
+    args = [str(a) for a in args]
+    if not args or (len(argv) > len(args) and argv[-len(args) :] == args):
+        return shlex.join(argv)
+    return shlex.join(["pytest", *args])
+
+
+def invocation(args: Sequence[str] | None = None) -> dict[str, str]:
+    """This process: when (UTC, ISO 8601) and :func:`command_line`."""
+    import datetime
+
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "command_line": command_line(args),
+    }
+
+
+def run_provenance(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """Where a stored run's numbers come from, from its manifest: when and by which command
+    they were computed, the model (name, given as, revision, content hash in its fingerprint),
+    the dataset (name, given as, fingerprint), the seed and the environment."""
+    env = manifest.get("environment") or {}
+    settings = manifest.get("settings") or {}
+    return {
+        "computed": manifest.get("created"),
+        "command_line": manifest.get("command_line"),
+        "benchc_commit": manifest.get("benchc_commit"),
+        "model": manifest.get("model_name"),
+        "model_spec": manifest.get("model_spec"),
+        "model_revision": manifest.get("model_revision"),
+        "model_fingerprint": manifest.get("model_fingerprint"),
+        "dataset": manifest.get("dataset_name"),
+        "dataset_spec": manifest.get("dataset_spec"),
+        "dataset_fingerprint": manifest.get("dataset_fingerprint"),
+        "seed": settings.get("seed"),
+        **{k: env.get(k, settings.get(k)) for k in FIELDS},
+    }
+
+
+def session(command: str | None = None) -> dict[str, Any]:
+    """This process as provenance: :func:`invocation` (``command``: the session's command line
+    when known) plus the benchc version and commit."""
+    from benchc import __version__
+
+    now = invocation()
+    if command:
+        now["command_line"] = command
+    return {**now, "benchc": __version__, "benchc_commit": git_commit()}
+
+
+def provenance(
+    manifest: Mapping[str, Any],
+    baseline: Mapping[str, Any] | None = None,
+    session: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``report.json`` ``provenance``: ``run``, where the numbers shown come from
+    (:func:`run_provenance`: when and by which command they were computed, model, dataset,
+    seed, environment); ``session``, the suite run that wrote the report (:func:`session`;
+    None for ``benchc report``, whose page is a pure function of the stored files); and
+    ``baseline``, the baseline's recorded manifest (model and environment) when there is one."""
+    from benchc import __version__
+
+    return {
+        "report_benchc": __version__,
+        "run": run_provenance(manifest),
+        "session": dict(session) if session else None,
+        "baseline": dict(baseline) if baseline else None,
+    }
+
+
+__all__ = [
+    "FIELDS", "command_line", "differences", "environment", "git_commit", "invocation",
+    "numeric_versions", "provenance", "run_provenance", "session",
+]  # fmt: skip

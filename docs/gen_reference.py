@@ -107,6 +107,8 @@ def figures_page() -> str:
 PYTEST_EXITS = {
     "OK": "every gate passed (or was recorded, with `--snapshot-update`)",
     "TESTS_FAILED": "a gate failed; with `--strict-gates`, also a gate that could not be checked",
+    "INCONCLUSIVE": "benchc's own: no gate failed but the verdict is inconclusive (gates that "
+    "cannot fail, a model not answering, a large ungated change), with `--inconclusive=fail` only",
     "INTERRUPTED": "interrupted (Ctrl-C)",
     "INTERNAL_ERROR": "an error inside pytest or a plugin",
     "USAGE_ERROR": "one usage error before any forward pass: no such baseline (where benchc "
@@ -131,7 +133,11 @@ def exit_codes_page() -> str:
         "| status | name | in a benchc run |",
         "|---|---|---|",
     ]
-    out += [f"| {int(pytest.ExitCode[n])} | `{n}` | {_cell(m)} |" for n, m in PYTEST_EXITS.items()]
+    from benchc.report.overall import EXIT_INCONCLUSIVE
+
+    codes = {n: int(c) for n, c in pytest.ExitCode.__members__.items()}
+    codes["INCONCLUSIVE"] = EXIT_INCONCLUSIVE
+    out += [f"| {codes[n]} | `{n}` | {_cell(m)} |" for n, m in PYTEST_EXITS.items()]
     out += ["", "## `benchc report`, `benchc compare`", "", "| status | meaning |", "|---|---|"]
     out += [f"| {code} | {_cell(text)} |" for code, text in EXIT_CODES.items()]
     return HEADER + "\n".join(out) + "\n"

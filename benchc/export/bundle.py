@@ -85,6 +85,8 @@ class Bundle:
             "metrics": self.metrics,
             "params": self.params,
             "environment": self.environment,
+            "provenance": self.extra.get("provenance"),
+            "overall": self.extra.get("overall"),
         }
 
 
@@ -122,6 +124,7 @@ def build(report_dir: Path, *, thresholds_dir: Path | None = None) -> Bundle:
         "severities": ",".join(str(s) for s in axes.get("severities", [])),
         "report_schema": str(doc.get("schema", "")),
         **{f"env/{k}": v for k, v in env.items()},
+        **_flat("provenance", doc.get("provenance") or {}),
     }
     snapshots = None
     named = ((doc.get("sides") or {}).get("baseline") or {}).get("source")
@@ -130,8 +133,10 @@ def build(report_dir: Path, *, thresholds_dir: Path | None = None) -> Bundle:
     elif thresholds_dir is not None and params["model"]:  # the model's own name
         candidate = Path(thresholds_dir) / slug(params["model"])
         snapshots = candidate if candidate.is_dir() else None
+    overall = doc.get("overall") or {}
     return Bundle(
-        verdict=overall_verdict(counts, bool(block.get("available"))),
+        # the run's one verdict (benchc.report.overall) when the report holds it
+        verdict=str(overall.get("state") or overall_verdict(counts, bool(block.get("available")))),
         counts=counts,
         gates=gates,
         metrics=metrics,
@@ -143,4 +148,14 @@ def build(report_dir: Path, *, thresholds_dir: Path | None = None) -> Bundle:
         title=str(doc.get("title", "")),
         model=params["model"],
         dataset=params["dataset"],
+        extra={"provenance": doc.get("provenance"), "overall": doc.get("overall")},
     )
+
+
+def _flat(prefix: str, value: Any) -> dict[str, str]:
+    """``report.json`` ``provenance`` as string params (``provenance/run/seed``); nulls left
+    out."""
+    if isinstance(value, dict):
+        pairs = (_flat(f"{prefix}/{key}", sub) for key, sub in value.items())
+        return {k: v for part in pairs for k, v in part.items()}
+    return {} if value is None else {prefix: str(value)}

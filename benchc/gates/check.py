@@ -128,6 +128,7 @@ class Outcome:
             "n": self.n,
             "status": self.status,
             "reason": self.reason or self.powerless,
+            "powerless": self.powerless is not None,
             "movers": [[sid, num(b), num(c)] for sid, b, c in self.movers],
             "note": self.note,
         }
@@ -257,11 +258,18 @@ def _powerless(spec: FigureSpec, rule: GateRule, base: float, mdr: float, zse: f
             f"this gate cannot fail on this dataset: its floor {rule.floor:g} exceeds the "
             f"{room:.4g} the figure can still move in its worse direction"
         )
-    needed = math.ceil(n * (zse / room) ** 2) - n if zse > 0 else 0
-    return (
+    head = (
         f"this gate cannot fail on this dataset: minimal detectable regression {mdr:.4g} >= "
-        f"room {room:.4g}; about {max(needed, 1)} more samples needed"
+        f"room {room:.4g}"
     )
+    needed = math.ceil(n * (zse / room) ** 2) - n if zse > 0 else 0
+    if needed <= 0:  # not noise: the figure's resolution on this many counted units sets it
+        return (
+            f"{head}; its paired SE is {'0' if zse <= 0 else 'small'} here, so the MDR is set by "
+            "the figure's resolution on this dataset (one sample, pair or cell's worth): only "
+            "more of them give it power"
+        )
+    return f"{head}; about {needed} more sample{'s' if needed > 1 else ''} needed"
 
 
 def check(

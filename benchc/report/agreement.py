@@ -24,7 +24,7 @@ from scipy import stats
 from benchc import spec
 from benchc.gates.evidence import vsi_values
 from benchc.metrics import GridMetrics, compute_grid
-from benchc.metrics.ranking import TABLE_VI_METRICS, rank_table_from_grids
+from benchc.metrics.ranking import TABLE_VI_METRICS, rank_mismatch
 from benchc.metrics.signals import spearman_bootstrap_ci, spearman_permutation
 from benchc.report.data import num, nums
 from benchc.results.reader import StoredRun
@@ -170,12 +170,26 @@ def table_vi(runs: Sequence[StoredRun], labels: Sequence[str]) -> dict[str, Any]
     if len(grids) < 2:
         out["note"] = f"{len(grids)} of the compared runs have a Bench-C grid: ranking needs two"
         return out
-    try:
-        # ranked as shown (3 decimals): equal displayed values share a rank
-        t = rank_table_from_grids(grids, decimals=TABLE_VI_DECIMALS)  # type: ignore[arg-type]
-    except ValueError as exc:  # a figure undefined on some grid
-        out["note"] = f"no ranking: {exc}"
+    figs = {lab: g.model_figures() for lab, g in grids.items()}  # type: ignore[union-attr]
+    scores = {m: np.array([figs[lab][m] for lab in grids], dtype=np.float64)
+              for m in TABLE_VI_METRICS}  # fmt: skip
+    # a figure undefined on some run (no counted pair) is left out of the ranking, in words
+    undefined = {m: [lab for lab, v in zip(grids, scores[m], strict=True) if not np.isfinite(v)]
+                 for m in TABLE_VI_METRICS}  # fmt: skip
+    kept = [m for m in TABLE_VI_METRICS if not undefined[m]]
+    said = "; ".join(
+        f"{m} is undefined for {', '.join(labs)} (no sample counts towards it)"
+        for m, labs in undefined.items()
+        if labs
+    )
+    if "ras" not in kept:
+        out["note"] = f"no ranking: {said}"
         return out
+    # ranked as shown (3 decimals): equal displayed values share a rank
+    t = rank_mismatch(
+        list(grids), {m: scores[m] for m in kept}, reference="ras", decimals=TABLE_VI_DECIMALS
+    )
+    out["metrics"] = kept
     with_grid = [r for r in runs if r.grid is not None]
     setups = {(r.manifest.get("dataset_fingerprint"), tuple(r.cells)) for r in with_grid}
     out.update(
@@ -186,8 +200,10 @@ def table_vi(runs: Sequence[StoredRun], labels: Sequence[str]) -> dict[str, Any]
         ranks=t.ranks.tolist(),
         shift=t.shift.tolist(),
     )
+    notes = [f"left out of the ranking: {said}" if said else ""]
     if len(setups) > 1:
-        out["note"] = "the runs' datasets or cells differ: the ranks compare different grids"
+        notes.append("the runs' datasets or cells differ: the ranks compare different grids")
+    out["note"] = "; ".join(n for n in notes if n) or None
     return out
 
 

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchc.report.overall import Overall, decide
+
 #: Verdict keys copied to junitxml properties, one property each.
 NUMBERS: tuple[str, ...] = (
     "baseline",
@@ -28,6 +30,8 @@ NUMBERS: tuple[str, ...] = (
     "z",
 )
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+#: The step summary's mark of each verdict state (:mod:`benchc.report.overall`).
+STATE_ICONS = {"fail": "❌", "inconclusive": "⚠️", "pass": "✅", "none": ""}
 _ORDER = {"fail": 0, "improved": 1, "unchecked": 2, "pass": 3}
 
 
@@ -59,6 +63,14 @@ def side_properties(sides: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """``benchc.candidate``, ``benchc.candidate.source``, ``benchc.baseline``,
     ``benchc.baseline.source``: which model was gated against which baseline."""
     return [(f"benchc.{k.replace('_', '.')}", str(sides[k])) for k in SIDES if k in sides]
+
+
+def suite_properties(overall: Overall) -> list[tuple[str, str]]:
+    """The run's verdict as JUnit ``<testsuite>`` properties: ``benchc.verdict`` (the state),
+    ``benchc.verdict.headline`` and ``benchc.verdict.reason.<i>`` (one per reason)."""
+    out = [("benchc.verdict", overall.state), ("benchc.verdict.headline", overall.headline)]
+    out += [(f"benchc.verdict.reason.{i}", r.text) for i, r in enumerate(overall.reasons, 1)]
+    return out
 
 
 def record(node: Any, verdict: Mapping[str, Any], sides: Mapping[str, Any] | None = None) -> None:
@@ -93,19 +105,24 @@ def step_summary(
     report: str | None = None,
     sides: Mapping[str, Any] | None = None,
     notes: Sequence[str] = (),
+    overall: Overall | None = None,
 ) -> str:
-    """The Markdown verdict table: the two sides, failures first, then improvements; passes
-    counted; ``notes`` (a smoke run, a baseline from another environment) one line each."""
+    """The Markdown verdict table: the run's verdict (``overall``, default decided from
+    ``verdicts`` alone) with its reasons, the two sides, failures first, then improvements;
+    passes counted; ``notes`` (a smoke run, a baseline from another environment) one line
+    each."""
     counts: dict[str, int] = {}
     for v in verdicts:
         counts[str(v.get("status"))] = counts.get(str(v.get("status")), 0) + 1
     head = ", ".join(
         f"{n} {k}" for k, n in sorted(counts.items(), key=lambda t: _ORDER.get(t[0], 9))
     )
-    failed = counts.get("fail", 0)
+    overall = overall or decide(verdicts)
     lines = [
-        f"## benchc robustness gates: {f'❌ {failed} failed' if failed else '✅ no gate failed'}",
+        f"## benchc robustness gates: {STATE_ICONS.get(overall.state, '')} {overall.headline}",
         "",
+        *(f"- {r.text}" for r in overall.reasons),
+        *([""] if overall.reasons else []),
         f"{len(verdicts)} gates: {head or 'none'}",
         "",
     ]
@@ -142,12 +159,14 @@ def write_step_summary(
     environ: Mapping[str, str] | None = None,
     sides: Mapping[str, Any] | None = None,
     notes: Sequence[str] = (),
+    overall: Overall | None = None,
 ) -> Path | None:
     """Append :func:`step_summary` to ``$GITHUB_STEP_SUMMARY`` when it is set."""
     target = (os.environ if environ is None else environ).get(SUMMARY_ENV)
     if not target:
         return None
     path = Path(target)
+    text = step_summary(verdicts, report=report, sides=sides, notes=notes, overall=overall)
     with path.open("a", encoding="utf-8") as fh:
-        fh.write(step_summary(verdicts, report=report, sides=sides, notes=notes))
+        fh.write(text)
     return path

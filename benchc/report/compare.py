@@ -57,7 +57,7 @@ def _grid_shape(run: StoredRun) -> str:
     return f"{len(run.corruptions)} corruptions ({names}) x severities {sev}"
 
 
-def _restrict(
+def restrict(
     run: StoredRun, rows: np.ndarray | None, cs: Sequence[str], ss: Sequence[int]
 ) -> StoredRun:
     """``run`` on sample ``rows`` (None: all) and cells ``cs`` x ``ss``; its VSI rows keep
@@ -75,6 +75,7 @@ def _restrict(
         answers=run.answers[r],
         n_options=run.n_options[r],
         clean_logits=None if run.clean_logits is None else run.clean_logits[r],
+        option_mass=None if run.option_mass is None else run.option_mass[r],
         logits=logits,
         corruptions=tuple(cs),
         severities=tuple(ss),
@@ -130,8 +131,46 @@ def shared(runs: Sequence[StoredRun], labels: Sequence[str]) -> Shared:
             "the runs score different samples: each run's figures are over its own samples"
         )
     out.corruptions, out.severities = tuple(cs), tuple(ss)
-    out.runs = [_restrict(r, rows[i], cs, ss) if i in rows else r for i, r in enumerate(runs)]
+    out.runs = [restrict(r, rows[i], cs, ss) if i in rows else r for i, r in enumerate(runs)]
     return out
 
 
-__all__ = ["SIGN", "CompareError", "Shared", "shared"]
+def paired(runs: Sequence[StoredRun], labels: Sequence[str]) -> dict[str, Any]:
+    """``report.json`` ``compare.paired``: every later run against the first (candidate −
+    baseline), each Table II figure's difference ± its paired bootstrap SE over the samples
+    both hold and whether it is significant (:mod:`benchc.report.paired`), with a one-line
+    ``summary`` per pair and for the whole comparison."""
+    from benchc.report.paired import N_BOOT, SIGNIFICANT_Z, differences
+
+    pairs = []
+    for run, label in zip(runs[1:], labels[1:], strict=True):
+        diffs = differences(runs[0], run)
+        if diffs is None:
+            pairs.append({"baseline": labels[0], "candidate": label, "n": None,
+                          "differences": [], "summary": f"{label} − {labels[0]}: not paired "
+                          "(no shared cell or sample: nothing to resample together)"})  # fmt: skip
+            continue
+        n = next(iter(diffs.values())).n
+        sig = [d for d in diffs.values() if d.significant]
+        shown = ", ".join(f"{d.figure.label} {d.diff:+.3f} ± {d.se:.3f}" for d in sig) or "none"
+        pairs.append(
+            {
+                "baseline": labels[0],
+                "candidate": label,
+                "n": n,
+                "differences": [d.to_dict() for d in diffs.values()],
+                "summary": f"{label} − {labels[0]} on {n} paired samples: {len(sig)} of "
+                f"{len(diffs)} Table II figures differ significantly (|Δ| ≥ {SIGNIFICANT_Z:g} "
+                f"paired SE): {shown}",
+            }
+        )
+    return {
+        "sign": SIGN,
+        "n_boot": N_BOOT,
+        "z": SIGNIFICANT_Z,
+        "pairs": pairs,
+        "summary": "; ".join(p["summary"] for p in pairs),
+    }
+
+
+__all__ = ["SIGN", "CompareError", "Shared", "paired", "restrict", "shared"]

@@ -12,7 +12,9 @@ and the blocks ``table2`` ({figure: {value, se}}), ``cells`` ({figure: {cell key
 ``families`` (Fig. 7: {figure: {family: [value per severity]}}), ``vsi`` (VSI Fig. 1, Fig. 2 /
 Table 2 and the error signals); a block a series cannot supply is ``null``.
 ``axes``: ``corruptions``, ``severities``, ``families``. ``verdicts``: ``available``, ``note``,
-``items`` (the gate verdict dicts, failures first), ``counts``, ``record_command``.
+``items`` (the gate verdict dicts, failures first), ``counts``, ``record_command`` (re-records
+the baseline from the released checkpoint) and ``accept_command`` (records this candidate as
+the baseline; null when that is the same command).
 ``sides`` (a run against its baseline): ``candidate`` and ``baseline``, each ``name`` and
 ``source``; the run's series is labelled ``candidate: ...``, the baseline's ``baseline`` with
 its ``name``.
@@ -41,6 +43,8 @@ from benchc.metrics import (
 )
 from benchc.metrics.figures import reported_cells, table2_figures
 from benchc.report import baseline as snap
+from benchc.report.compare import CompareError, restrict, shared
+from benchc.report.overall import verdict_anchor
 from benchc.report.vsi import run_evidence, vsi_block
 from benchc.results.reader import StoredRun
 
@@ -264,7 +268,20 @@ def series_from_snapshots(
 ) -> dict[str, Any]:
     """The baseline as its threshold snapshots record it."""
     any_payload = next(iter([*base.model.values(), *base.cells.values(), *base.vsi.values()]))
-    cv = snap.cells_from_snapshots(base)
+    keys = {spec.condition_key(c, s) for c in corruptions for s in severities}
+    cv = {
+        fig: {k: v for k, v in row.items() if k in keys}
+        for fig, row in snap.cells_from_snapshots(base).items()
+    }
+    t2 = snap.table2_from_snapshots(base)
+    missing = []
+    over = {str(k) for p in base.model.values() for k in p.info.get("conditions") or ()}
+    if over and over != keys:  # the model figures were recorded over another grid
+        t2 = None
+        missing.append(
+            f"Table II (the baseline's snapshots record its model figures over {len(over)} "
+            f"cells, not the {len(keys)} compared, and no per-pair evidence to recompute them)"
+        )
     return {
         "label": "baseline",
         "kind": "baseline",
@@ -272,7 +289,7 @@ def series_from_snapshots(
         "dataset": any_payload.dataset,
         "n": any_payload.n,
         "source": display_path(base.folder),
-        "table2": snap.table2_from_snapshots(base),
+        "table2": t2,
         "cells": cv,
         "states": None,
         "plane": None,
@@ -281,21 +298,89 @@ def series_from_snapshots(
         "families": families(cv, corruptions, severities),
         "vsi": snap.vsi_from_snapshots(base),
         "problems": list(base.problems),
+        "missing": missing,
     }
 
 
+# -- like for like ------------------------------------------------------------------------------
+#: What ``report.json`` ``subset.basis`` says: the gates' own rule (benchc.gates.check).
+SUBSET_BASIS = (
+    "the corruption x severity cells and the samples both sides have, as the gates compare them"
+)
+
+
+def _cells_text(corruptions: Sequence[str], severities: Sequence[int]) -> str:
+    return (
+        f"{len(corruptions) * len(severities)} cells ({len(corruptions)} corruptions x "
+        f"severities {','.join(map(str, severities))})"
+    )
+
+
+def like_for_like(
+    run: StoredRun, base: snap.SnapshotBaseline | None, base_run: StoredRun | None
+) -> tuple[StoredRun, StoredRun | None, dict[str, Any] | None]:
+    """The candidate and the baseline on what the gates compare (:func:`benchc.gates.check`:
+    the cells both sides have and the samples both hold), and ``report.json``'s ``subset``
+    block saying so; ``(run, base_run, None)`` without a baseline.
+
+    Every table and figure of a report is drawn from the returned runs, so a subset run
+    (``--corruptions=fog``, ``--severities=1,3,5``, ``--limit``) is never set against the
+    baseline's whole grid.
+    """
+    if base is None or base.empty:
+        return run, base_run, None
+    full = {"candidate": _shape(run), "baseline": None}
+    if base_run is not None and run.grid is not None:
+        full["baseline"] = _shape(base_run)
+        try:
+            common = shared([run, base_run], ["candidate", "baseline"])
+        except CompareError as exc:  # the gates could not compare either: say so, draw both
+            return run, base_run, {**full, "basis": SUBSET_BASIS, "left_out": [str(exc)],
+                                   "corruptions": [], "severities": [], "n_samples": None,
+                                   "like_for_like": False}  # fmt: skip
+        run, base_run = common.runs
+        block = common.block()
+        block.pop("sign", None)
+    else:  # snapshots only: the cells they record
+        recorded = set(base.cells)
+        cs = [c for c in run.corruptions if all(
+            spec.condition_key(c, s) in recorded for s in run.severities)]  # fmt: skip
+        left = []
+        if recorded and run.grid is not None and cs and cs != list(run.corruptions):
+            left.append(f"candidate: {len(run.corruptions) - len(cs)} corruption(s) the "
+                        "baseline has no snapshot of left out")  # fmt: skip
+            run = restrict(run, None, cs, run.severities)
+        block = {"corruptions": list(run.corruptions), "severities": list(run.severities),
+                 "n_samples": len(run.ids), "left_out": left}  # fmt: skip
+    block["basis"] = SUBSET_BASIS
+    block["like_for_like"] = base_run is not None
+    block["text"] = (
+        f"compared on {_cells_text(block['corruptions'], block['severities'])}"
+        + (f" and {block['n_samples']} samples" if block.get("n_samples") else "")
+        + (f"; {'; '.join(block['left_out'])}" if block["left_out"] else "")
+    )
+    return run, base_run, {**full, **block}
+
+
+def _shape(run: StoredRun) -> dict[str, Any]:
+    return {"corruptions": list(run.corruptions), "severities": list(run.severities),
+            "n_samples": len(run.ids)}  # fmt: skip
+
+
 # -- verdicts ---------------------------------------------------------------------------------
-def verdict_anchor(v: dict[str, Any]) -> str:
-    """A stable HTML id for one gate verdict."""
-    raw = f"gate-{v.get('scope') or ''}-{v.get('figure') or ''}"
-    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in raw)
 
 
 def verdicts_block(
-    verdicts: Sequence[dict[str, Any]] | None, note: str | None, record_command: str | None
+    verdicts: Sequence[dict[str, Any]] | None,
+    note: str | None,
+    record_command: str | None,
+    accept_command: str | None = None,
 ) -> dict[str, Any]:
     """Gate verdicts: failures first, broadest level first, then by how far past the
-    tolerance they went."""
+    tolerance they went. ``record_command`` re-records the baseline from the released
+    checkpoint; ``accept_command`` records this candidate as the baseline (None: the same)."""
+    if accept_command == record_command:
+        accept_command = None
     if verdicts is None:
         return {
             "available": False,
@@ -303,6 +388,7 @@ def verdicts_block(
             "items": [],
             "counts": {},
             "record_command": record_command,
+            "accept_command": accept_command,
         }
 
     def key(v: dict[str, Any]) -> tuple:
@@ -333,6 +419,7 @@ def verdicts_block(
         "items": items,
         "counts": counts,
         "record_command": record_command,
+        "accept_command": accept_command,
     }
 
 
@@ -361,9 +448,13 @@ def build(
     verdicts: Sequence[dict[str, Any]] | None = None,
     verdict_note: str | None = None,
     record_command: str | None = None,
+    accept_command: str | None = None,
     drilldown: list[dict[str, Any]] | None = None,
     n_boot: int = N_BOOT,
     vsi_support: str = spec.VSI_SUPPORT,
+    subset: dict[str, Any] | None = None,
+    overall: dict[str, Any] | None = None,
+    provenance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The report document of ``runs`` (one: a run against its baseline; several: compared).
 
@@ -396,7 +487,7 @@ def build(
     elif baseline is not None and not baseline.empty:
         series.append(series_from_snapshots(baseline, first.corruptions, first.severities))
         series[-1]["name"] = base_name
-    vb = verdicts_block(verdicts, verdict_note, record_command)
+    vb = verdicts_block(verdicts, verdict_note, record_command, accept_command)
     title = (
         f"benchc report: {first.model_name} on {first.dataset_name}"
         if len(runs) == 1
@@ -432,6 +523,9 @@ def build(
         "verdicts": vb,
         "cell_status": cell_status(vb),
         "drilldown": drilldown or [],
+        "subset": subset,
+        "overall": overall,
+        "provenance": provenance,
     }
 
 

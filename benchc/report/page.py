@@ -34,6 +34,7 @@ tr.fail td{background:#fde8e8}tr.improved td{background:#e6f6e9}tr.unchecked td{
 .b-unchecked{background:#b58900}.verdict-box{padding:10px 14px;border-radius:6px;margin:8px 0}
 .v-fail{background:#fde8e8;border:1px solid #c62828}
 .v-ok{background:#e6f6e9;border:1px solid #2e7d32}
+.v-inconclusive{background:#fff6d6;border:1px solid #b58900}
 .v-none{background:#f3f5f7;border:1px solid #aaa}figure.fig{margin:10px 0;overflow-x:auto}
 figure.fig svg{display:block;max-width:none}ul.movers{margin:2px 0;padding-left:16px}
 td p.reason,td p.mdr-note{margin:0 0 2px}header ul{margin:4px 0 0;font-size:12px;color:#c8d6e5}

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchc import spec
+from benchc import provenance, spec
 from benchc.fsutil import display_path
 from benchc.gates.snapshot import model_slug, recorded_vsi_support
 from benchc.report import agreement, data, drill, page, plots
 from benchc.report import baseline as snap
-from benchc.report.compare import CompareError, shared
+from benchc.report.compare import CompareError, paired, shared
+from benchc.report.overall import Overall, decide, run_facts
 from benchc.report.vsi import vsi_by_id
 from benchc.results.reader import StoredRun, read_run
 from benchc.results.store import StoreError, atomic_write_text
@@ -57,8 +58,11 @@ def record_command_for(
     thresholds_dir: Path | None = None,
     folder: Path | None = None,
     vsi_dir: Path | None = None,
+    *,
+    release: bool = True,
 ) -> str:
-    """The command that re-records this run's baseline: the gates' one builder
+    """The command that re-records this run's baseline (``release``: from the released
+    checkpoint its manifest names; else from this run's own model): the gates' one builder
     (:func:`benchc.suite.gate.run_record_command`) on the run's manifest."""
     from benchc.suite.gate import run_record_command
 
@@ -67,7 +71,9 @@ def record_command_for(
         from benchc.results.store import read_manifest
 
         vsi = read_manifest(Path(vsi_dir)).get("dataset_spec")
-    return run_record_command(run, thresholds_dir, baseline_folder=folder, vsi_dataset=vsi)
+    return run_record_command(
+        run, thresholds_dir, baseline_folder=folder, vsi_dataset=vsi, release=release
+    )
 
 
 def _write(doc: dict[str, Any], out_dir: Path, drill_note: str | None) -> Path:
@@ -113,12 +119,15 @@ def write_report(
     verdicts: Sequence[dict[str, Any]] | None = None,
     verdict_note: str | None = None,
     record_command: str | None = None,
+    accept_command: str | None = None,
     images: bool = True,
     n_boot: int = data.N_BOOT,
     vsi_dir: Path | None = None,
     vsi_support: str | None = None,
     baseline_folder: Path | None = None,
     notes: Sequence[str] | None = None,
+    overall: Overall | None = None,
+    session: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
 
@@ -132,8 +141,13 @@ def write_report(
     the VSI the gates read (default: what the snapshots were recorded with, docs/spec.md §5).
     ``notes``: the run notes the terminal printed (pytest passes its session's); None reads
     what the stored run still shows (:func:`benchc.suite.notes.stored_run_notes`).
+    ``overall``: the run's verdict as the suite decided it (default: decided here from the same
+    records and runs, :mod:`benchc.report.overall`). ``session``: the suite run writing the
+    report (:func:`benchc.provenance.session`), for ``report.json`` ``provenance``.
     """
-    run = read_run(run_dir, vsi_dir=vsi_dir)
+    run = _read(run_dir, vsi_dir)
+    # the whole run's notes, as the terminal printed them (before any like-for-like subset)
+    notes = list(notes) if notes is not None else stored_run_notes(run)
     folder = baseline_folder
     if folder is None and thresholds_dir is not None:
         folder = baseline_folder_for(run, Path(thresholds_dir))
@@ -145,6 +159,10 @@ def write_report(
         verdicts, verdict_note = offline_verdicts(run.path, folder, vsi_dir)
     elif verdicts is None:
         verdict_note = verdict_note or f"{NO_VERDICTS} (no --baseline thresholds given)"
+    # like for like: every table and figure on what the gates compared (report.json ``subset``)
+    run, base_run, subset = data.like_for_like(run, base, base_run)
+    if overall is None and verdicts is not None:
+        overall = decide(verdicts, run_facts(run, base_run))
     picks = drill.pick_samples(run, verdicts=verdicts, other=base_run, other_label="the baseline")
     items, note = drill.drilldown(
         run,
@@ -161,14 +179,37 @@ def write_report(
         verdicts=verdicts,
         verdict_note=verdict_note,
         record_command=record_command or record_command_for(run, thresholds_dir, folder, vsi_dir),
+        accept_command=accept_command
+        or record_command_for(run, thresholds_dir, folder, vsi_dir, release=False),
         drilldown=items,
         n_boot=n_boot,
         vsi_support=vsi_support,
+        subset=subset,
+        overall=overall.to_dict() if overall is not None else None,
+        provenance=provenance.provenance(
+            run.manifest, _baseline_manifest(folder) if folder is not None else None, session
+        ),
     )
     if folder is not None:
         doc["baseline_note"] += environment_note(folder, run)
-    doc["notes"] = list(notes) if notes is not None else stored_run_notes(run)
+    doc["notes"] = notes
     return _write(doc, out_dir, note)
+
+
+def assess(
+    run_dir: Path,
+    folder: Path | None,
+    verdicts: Sequence[dict[str, Any]],
+    vsi_dir: Path | None = None,
+) -> Overall:
+    """The run's verdict (:func:`benchc.report.overall.decide`) from its gate records and the
+    stored run against the baseline ``folder``, drawn like for like as the report draws it: what
+    the suite's summary, JUnit properties, step summary and page all show."""
+    run = _read(run_dir, vsi_dir)
+    base = snap.read_folder(folder) if folder is not None else None
+    base_run = snap.evidence_run(base) if base is not None and not base.empty else None
+    run, base_run, _ = data.like_for_like(run, base, base_run)
+    return decide(verdicts, run_facts(run, base_run))
 
 
 def _read(run_dir: Path, vsi_dir: Path | None) -> StoredRun:
@@ -180,6 +221,14 @@ def _read(run_dir: Path, vsi_dir: Path | None) -> StoredRun:
         raise
     except ValueError as exc:
         raise StoreError(f"{display_path(run_dir)}: {exc}") from exc
+
+
+def _baseline_manifest(folder: Path) -> dict[str, Any] | None:
+    """The baseline's recorded manifest (model, dataset, environment) as provenance."""
+    from benchc.gates.baselines import read_manifest
+
+    meta = read_manifest(folder)
+    return {"folder": display_path(folder), **meta} if meta else None
 
 
 def environment_note(folder: Path, run: StoredRun) -> str:
@@ -213,6 +262,7 @@ def compare_runs(
     if labels is not None and len(labels) != len(run_dirs):
         raise CompareError(f"{len(labels)} labels for {len(run_dirs)} runs")
     runs = [_read(p, v) for p, v in zip(run_dirs, vsi_dirs, strict=True)]
+    notes = [stored_run_notes(r) for r in runs]  # each whole run's, before the shared subset
     # the runs on what they all have (cells, samples), what was left out said on the page
     common = shared(runs, list(labels) if labels else data.default_labels(runs))
     runs = common.runs
@@ -232,7 +282,7 @@ def compare_runs(
     )
     doc["compare"] = common.block()
     labels = [sr["label"] for sr in doc["series"][: len(runs)]]
-    doc["notes"] = [f"{lab}: {n}" for lab, r in zip(labels, runs, strict=True)
-                    for n in stored_run_notes(r)]  # fmt: skip
+    doc["notes"] = [f"{lab}: {n}" for lab, ns in zip(labels, notes, strict=True) for n in ns]
+    doc["compare"]["paired"] = paired(runs, labels)
     doc["agreement"] = agreement.block(runs, labels, n_resamples=n_permutations)
     return _write(doc, out_dir, note)

@@ -83,6 +83,9 @@ class StoredRun:
     #: Correct option index of each ``vsi`` row (the VSI set's own when it is separate).
     vsi_answers: np.ndarray | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Clean option mass per sample (docs/spec.md §2: < 0.5, the model is not answering with a
+    #: letter); None where the clean condition stores none.
+    option_mass: np.ndarray | None = None
 
     @property
     def cells(self) -> list[str]:
@@ -218,6 +221,11 @@ def read_run(run_dir: Path, *, vsi_dir: Path | None = None) -> StoredRun:
     names = {p.stem for p in run_dir.glob("*.npz")}
     corruptions, severities = _complete_grid(names)
     clean = logits_of(spec.CLEAN) if spec.CLEAN in names else None
+    mass = None
+    if clean is not None:
+        stored = load_npz(run_dir / f"{spec.CLEAN}.npz")
+        if "option_mass" in stored and np.shape(stored["option_mass"]) == (n,):
+            mass = np.asarray(stored["option_mass"], dtype=np.float64)
     cube = None
     if clean is not None and corruptions:
         cube = stack_conditions(logits_of, corruptions, severities)
@@ -250,4 +258,5 @@ def read_run(run_dir: Path, *, vsi_dir: Path | None = None) -> StoredRun:
         vsi_name=vsi_paths[0].stem if vsi_paths else None,
         vsi_ids=vsi_ids,
         vsi_answers=vsi_answers,
+        option_mass=mass,
     )

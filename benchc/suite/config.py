@@ -75,7 +75,11 @@ class SuiteConfig:
     vsi_dataset: str | None = _d("vsi_dataset")  # None: the embedded set with the testbed
     false_alarm_budget: float = _d("false_alarm_budget")
     strict_gates: bool = _d("strict_gates")
+    #: What an inconclusive verdict does to the exit code (:mod:`benchc.report.overall`).
+    inconclusive: str = _d("inconclusive")
     worker_id: str | None = None
+    #: The command line this session was started with (provenance; None: this process's).
+    command_line: str | None = None
     #: Skip (and count) bad samples instead of failing on the first one.
     lenient: bool = _d("lenient")
     #: Let dataset image/mask paths leave the dataset's folder (shared image folders).

@@ -50,8 +50,11 @@ def run_record_command(
     *,
     baseline_folder: Path | None = None,
     vsi_dataset: str | None = None,
+    release: bool = True,
 ) -> str:
-    """The same command for a stored run, from its manifest (``benchc report``)."""
+    """The same command for a stored run, from its manifest (``benchc report``): for a
+    candidate gated against another model's baseline, from the released checkpoint
+    (``release``) or from the candidate itself (``release=False``: accept its change)."""
     m = run.manifest
     settings = {
         "model": m.get("model_spec"), "dataset": m.get("dataset_spec"),
@@ -68,11 +71,12 @@ def run_record_command(
         if baseline_folder is not None:
             settings["thresholds_dir"] = folder.parent
             settings["baseline"] = folder.name
-        if folder.name != model_slug(run.model_name):  # a candidate: record the release
+        if release and folder.name != model_slug(run.model_name):  # record the release
             from benchc.gates.baselines import read_manifest
             from benchc.suite.messages import RELEASED
 
             settings["model"] = read_manifest(folder).get("model") or RELEASED
+            settings["results_dir"] = None  # the release's own run, not in the candidate's
     return pipeline.record_command(settings, defaults=_DEFAULTS)
 
 

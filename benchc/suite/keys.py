@@ -19,3 +19,7 @@ LOAD_ERROR = pytest.StashKey[str]()
 VERDICTS = pytest.StashKey[list]()
 #: The run's false-alarm budget split over the gates that were collected.
 BUDGET = pytest.StashKey["ErrorBudget"]()
+#: The run's one verdict (:class:`benchc.report.overall.Overall`), decided once at session end.
+OVERALL = pytest.StashKey["Overall"]()
+#: pytest's ``record_testsuite_property`` (a gate case asked for it): the JUnit suite properties.
+SUITE_PROPERTY = pytest.StashKey[object]()

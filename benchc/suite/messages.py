@@ -37,9 +37,12 @@ def command(
 
 
 def record_release(cfg: SuiteConfig, ref: BaselineRef, model: str | None = None) -> str:
-    """The command that records baseline ``ref`` from the released checkpoint ``model``."""
+    """The command that records baseline ``ref`` from the released checkpoint ``model``: the
+    release's own run, so never in the candidate's ``--results-dir`` (the default folder)."""
     baseline = ref.given if ref.given is not None else ref.name
-    return command(cfg, update=True, model=model or RELEASED, baseline=baseline)
+    model = model or RELEASED
+    own = {} if model == cfg.model else {"results_dir": None}
+    return command(cfg, update=True, model=model, baseline=baseline, **own)
 
 
 def missing_baseline(cfg: SuiteConfig, ref: BaselineRef, model_name: str) -> str:

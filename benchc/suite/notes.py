@@ -121,7 +121,7 @@ def stored_run_notes(run: Any) -> list[str]:
             mass = load_npz(path).get("option_mass")
         except StoreError:
             mass = None
-        if mass is not None:
+        if mass is not None and len(mass) == len(run.ids):  # not a subset of the run's rows
             out += clean_warnings(run.clean_logits, mass, run.answers, run.n_options, list(run.ids))
     if run.vsi is not None:
         out += vsi_region_notes(run.vsi, list(run.vsi_ids or run.ids))

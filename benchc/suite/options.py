@@ -482,6 +482,16 @@ OPTIONS: tuple[Option, ...] = (
         "a gate that cannot be checked fails instead of being reported (release CI)",
         switch=True,
     ),
+    Option(
+        "--inconclusive",
+        "inconclusive",
+        "what an inconclusive verdict (no gate failed, but gates that cannot fail, a model not "
+        "answering, a large ungated change) does: warn (say so, keep the exit code) or fail "
+        "(exit status 6); default %(default)s",
+        default="warn",
+        type=_choice(("warn", "fail")),
+        metavar="{warn,fail}",
+    ),
     # -- after the run: the per-sample log and the exporters (docs/guides/exporters.md) ------
     Option(
         "--log-samples",

@@ -127,9 +127,15 @@ class SuiteRun:
         if stored is None or not _same_arrays(stored, table):
             self.store.save(SAMPLES, table)
         if not self.store.manifest_ok():
+            from benchc.provenance import git_commit, invocation
+
+            now = invocation()
+            now["command_line"] = self.cfg.command_line or now["command_line"]
             self.store.write_manifest(
                 {"model_spec": self.cfg.model, "dataset_spec": self.cfg.dataset,
-                 "environment": environment(self.backend)}
+                 "environment": environment(self.backend), "created": now["date"],
+                 "command_line": now["command_line"], "benchc_commit": git_commit(),
+                 "model_revision": self.cfg.revision}
             )  # fmt: skip
 
     def note_access(self) -> None:
@@ -140,7 +146,9 @@ class SuiteRun:
         access = self.backend.capabilities.option_distribution
         meta = self.store.manifest()
         if meta.get("option_access") != access:
-            kept = {k: meta[k] for k in ("model_spec", "dataset_spec", "environment") if k in meta}
+            keys = ("model_spec", "dataset_spec", "environment", "created", "command_line",
+                    "benchc_commit", "model_revision")  # fmt: skip
+            kept = {k: meta[k] for k in keys if k in meta}
             self.store.write_manifest({**kept, "option_access": access})
 
     @property

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchc.report.overall import Overall
 
 Record = dict[str, Any]
 
@@ -29,19 +32,29 @@ def _counted(records: Sequence[Record]) -> str:
     )
 
 
-def gate_summary(records: Sequence[Record], budget_line: str | None = None) -> list[str]:
-    """Lines for the ``benchc`` summary section (empty when no gate ran)."""
+def gate_summary(
+    records: Sequence[Record], budget_line: str | None = None, *, overall: Overall | None = None
+) -> list[str]:
+    """Lines for the ``benchc`` summary section (empty when no gate ran): the run's verdict
+    (``overall``, :mod:`benchc.report.overall`; default decided from ``records`` alone) with its
+    reasons first, then the gates."""
     records = [r for r in records if r["status"] != "recorded"]  # recording's own block
     if not records:
         return []
+    from benchc.report.overall import decide, group_failures, grouped_text
+
+    overall = overall or decide(records)
     by = Counter(r["status"] for r in records)
     lines = [
+        *overall.lines(),
         "gates: " + ", ".join(f"{by[s]} {s}" for s in ("pass", "fail", "improved", "unchecked",
-                                                         "kept", "off") if by[s])
+                                                         "kept", "off") if by[s]),
     ]  # fmt: skip
     if budget_line:
         lines.append(budget_line)
-    for r in records:
+    grouped, plain = group_failures([r for r in records if r["status"] == "fail"])
+    lines.extend(f"FAIL {grouped_text(why, group)}" for why, group in grouped.items())
+    for r in plain:
         if r["status"] == "fail":
             lines.append(
                 f"FAIL {r['figure']} in {r['scope']}: {_fmt(r['baseline'])} -> "
@@ -76,7 +89,7 @@ def gate_summary(records: Sequence[Record], budget_line: str | None = None) -> l
             for r in improved
         )
     powerless = [r for r in records if r.get("reason", "") and "cannot fail" in r["reason"]]
-    if powerless:  # one line for all of them; each one's numbers are in the report
+    if powerless:  # one line for all of them; each one's numbers: the report
         lines.append(
             f"POWERLESS {len(powerless)} gate(s) cannot fail on this dataset "
             f"({_counted(powerless)}); each one's numbers: the report"
@@ -86,7 +99,7 @@ def gate_summary(records: Sequence[Record], budget_line: str | None = None) -> l
         lines.append("minimal detectable regression of the model-level gates (z, floor):")
         lines.extend(
             f"  {r['figure']:<22} MDR {_fmt(r['mdr']):>8}  (z {_fmt(r['z'])}, floor "
-            f"{r['floor']:g}, n={r['n']})" + (f"; {r['note']}" if r.get("note") else "")
+            f"{r['floor']:g}, n={r.get('n')})" + (f"; {r['note']}" if r.get("note") else "")
             for r in grid
         )
     return lines

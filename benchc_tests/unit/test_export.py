@@ -54,6 +54,12 @@ def test_bundle_carries_verdict_gated_figures_environment_and_report(report_dir,
     b = bundle_mod.build(report_dir, thresholds_dir=snapshots)
     doc = json.loads((report_dir / "report.json").read_text())
     assert b.verdict == "fail" and b.counts == {"fail": 1, "pass": 2}
+    assert b.verdict == doc["overall"]["state"]  # the run's one verdict (issue 32)
+    # provenance travels with every export: the run's dataset fingerprint and seed
+    run = doc["provenance"]["run"]
+    assert b.params["provenance/run/dataset_fingerprint"] == run["dataset_fingerprint"]
+    assert b.params["provenance/run/seed"] == str(run["seed"])
+    assert b.summary()["provenance"] == doc["provenance"]
     for item in doc["verdicts"]["items"]:
         key = f"gate/{item['scope']}/{item['figure']}"
         assert b.metrics[f"{key}/current"] == item["current"]

@@ -237,6 +237,25 @@ def test_a_gate_that_cannot_fail_says_so_and_how_many_samples_it_needs():
     assert o.powerless and "floor 5 exceeds" in o.powerless
 
 
+def test_a_gate_without_noise_names_its_resolution_not_one_more_sample():
+    # every prediction far from a tie: a benign re-measurement moves nothing (paired SE 0), and
+    # accuracy 1 of 6 right leaves less room (1/6 of pairs) than a share's MDR on 6 samples
+    n = 6
+    answers = np.zeros(n, dtype=np.int64)
+    clean = np.full((n, 4), -20.0)
+    clean[:, 1] = 20.0  # clean: all wrong
+    bad = clean.copy()
+    bad[0] = [20.0, -20.0, -20.0, -20.0]  # corrupted: one right
+    ev = GridEvidence.from_conditions(
+        [f"s{i}" for i in range(n)], answers, np.full(n, 4), clean, {"fog-1": bad}
+    )
+    (o,) = check(_payload(ev, names=["accuracy"]), _payload(ev, names=["accuracy"]),
+                 z_for=Z3).outcomes  # fmt: skip
+    assert o.se_null == 0 and o.powerless and "cannot fail on this dataset" in o.powerless
+    assert "more samples needed" not in o.powerless
+    assert "resolution on this dataset" in o.powerless
+
+
 def test_rule_z_overrides_the_budget():
     base_ev = _grid(n=60, seed=2)
     p = _payload(base_ev, names=["ras"])

@@ -47,6 +47,7 @@ EXAMPLES = {
     "--vsi-dataset": ("org/vsi", "org/vsi"),
     "--false-alarm-budget": ("0.05", 0.05),
     "--strict-gates": (None, True),
+    "--inconclusive": ("fail", "fail"),
     "--log-samples": (None, True),
     "--wandb": ("proj", "proj"),
     "--mlflow": ("exp", "exp"),

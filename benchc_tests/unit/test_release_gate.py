@@ -295,3 +295,33 @@ def test_a_baseline_from_another_environment_is_one_line_and_still_gated(
 
     assert settings["torch"] == version("torch")
     assert settings["transformers"] == version("transformers")
+
+
+def test_an_inconclusive_run_says_so_everywhere_and_can_fail(
+    project, models, data, cache, tmp_path
+):
+    """Issue 32: 10 samples on 2 cells leave model-level gates that cannot fail; the run's
+    verdict is INCONCLUSIVE in the summary, the report, JUnit and the run manifest's
+    provenance; ``--inconclusive=fail`` exits 6, the default keeps the exit status."""
+    root = project.path
+    args = _args(models["release"], data["small"], cache, root)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=12)
+    junit = tmp_path / "junit.xml"
+    result = project.runpytest_inprocess(*args, "--report", str(tmp_path / "rep"),
+                                         f"--junitxml={junit}")  # fmt: skip
+    assert result.ret == 0
+    doc = json.loads((tmp_path / "rep" / "report.json").read_text())
+    overall = doc["overall"]
+    assert overall["state"] == "inconclusive"
+    assert any(r["kind"] == "powerless" for r in overall["reasons"])
+    out = result.stdout.str()
+    assert overall["headline"] in out and all(r["text"] in out for r in overall["reasons"])
+    suite = ET.parse(junit).getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["benchc.verdict"] == "inconclusive"
+    # provenance of the numbers: when and by which command they were computed
+    run = doc["provenance"]["run"]
+    assert run["computed"] and "--snapshot-update" in run["command_line"]
+    assert doc["provenance"]["session"]["date"] >= run["computed"]
+    failing = project.runpytest_inprocess(*args, "--inconclusive=fail")
+    assert failing.ret == 6

@@ -10,6 +10,7 @@ verbatim, and the next gate run must pass: no loops. Slow (subprocesses, torch i
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -161,6 +162,22 @@ def test_a_regressed_candidate_fails_the_gate_and_the_report(setup):
     assert "gate FAIL" in done.stdout
     doc = json.loads((repo / "report-regressed" / "report.json").read_text())
     assert doc["verdicts"]["counts"]["fail"] >= 1
+    assert doc["overall"]["state"] == "fail" and "FAIL:" in done.stdout
+    # the page's two commands, whole (never clipped) and each run verbatim (issue 32 item 3):
+    # re-recording from the released checkpoint names the release and its own results folder
+    vb = doc["verdicts"]
+    release_cmd, accept_cmd = vb["record_command"], vb["accept_command"]
+    page = (repo / "report-regressed" / "report.html").read_text()
+    assert html.escape(release_cmd, quote=False) in page
+    assert html.escape(accept_cmd, quote=False) in page
+    assert f"--model={env['RELEASE']}" in release_cmd and ".benchc/regressed" not in release_cmd
+    assert f"--model={env['CANDIDATE']}" in accept_cmd and "--baseline=qwen-v1" in accept_cmd
+    stored = sorted((repo / ".benchc" / "regressed").rglob("manifest.json"))
+    assert _run(release_cmd, repo, env).returncode == 0, release_cmd
+    assert sorted((repo / ".benchc" / "regressed").rglob("manifest.json")) == stored
+    still = _run(gate, repo, env)  # the same baseline again: the regression is still there
+    assert still.returncode == 1, still.stdout[-3000:]
+    assert _run(accept_cmd, repo, env).returncode == 0, accept_cmd
     # the failure prints how to accept the change: run as printed, the next gate run passes
     accept = [ln.split("': ", 1)[1] for ln in done.stdout.splitlines() if "is intended" in ln]
     assert accept and all("--baseline=qwen-v1" in c for c in accept)

@@ -39,5 +39,5 @@ def test_junitxml_properties_and_step_summary(pytester, monkeypatch):
     assert float(props["benchc.ras.tolerance"]) == 0.05
     assert float(props["benchc.ras.mdr"]) == 0.04
     text = summary.read_text()
-    assert text.startswith("## benchc robustness gates: ❌ 1 failed")
+    assert text.startswith("## benchc robustness gates: ❌ FAIL: 1 gate(s) failed")
     assert "| fail | RAS | fog-2 | -0.1000 | -0.3000 | -0.2000 | 0.0500 | 0.0400 |" in text

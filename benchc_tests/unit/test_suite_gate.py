@@ -95,7 +95,7 @@ def test_summary_says_why_a_tolerance_exceeds_the_mdr():
            "current": 0.222, "tolerance": 0.2457, "mdr": 0.03, "z": 3.29, "floor": 0.03,
            "n": 18, "reason": None, "note": note}  # fmt: skip
     assert note in "\n".join(gate_summary([rec]))
-    assert note in "\n".join(gate_summary([{**rec, "status": "fail"}])).split("FAIL")[1]
+    assert note in "\n".join(gate_summary([{**rec, "status": "fail"}])).split("\nFAIL ")[1]
 
 
 def test_extension_for_binds_the_budget():

@@ -1,0 +1,74 @@
+"""The run's one verdict at session end (:mod:`benchc.report.overall`), as a pytest plugin.
+
+Decided once, before any output is written (``tryfirst``: before JUnit XML is written and
+before the plugin's own report hooks), and stashed: the terminal summary, the page, the step
+summary and the JUnit ``<testsuite>`` properties all read this one object. Under
+``--inconclusive=fail`` an inconclusive run exits with
+:data:`benchc.report.overall.EXIT_INCONCLUSIVE` (a failed run keeps its own exit status).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from benchc.suite.keys import OVERALL, RUN_DIRS, SESSION, SUITE_PROPERTY, VERDICTS
+
+if TYPE_CHECKING:  # the report's stack loads at session end, not with the plugin
+    from benchc.report.overall import Overall
+
+
+def session_overall(
+    run_dirs: Iterable[str], verdicts: list[dict] | None, baseline_folder: Path | None
+) -> Overall | None:
+    """The verdict from the gate records and the stored run against the baseline; None when
+    no gate was checked (a recording). A run that cannot be read back is decided on its records
+    alone."""
+    from benchc.report.overall import decide
+    from benchc.report.write import assess
+    from benchc.results.reader import group_runs
+    from benchc.results.store import StoreError
+
+    records = [v for v in verdicts or [] if v.get("status") != "recorded"]
+    if not records:
+        return None
+    groups = group_runs([Path(d) for d in sorted(run_dirs)])
+    if len(groups) != 1:
+        return decide(records)
+    try:
+        return assess(groups[0][0], baseline_folder, records, groups[0][1])
+    except (StoreError, OSError, ValueError):
+        return decide(records)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if SESSION not in config.stash or getattr(config, "workeroutput", None) is not None:
+        return  # not a benchc session, or an xdist worker (the controller decides)
+    state = config.stash[SESSION]
+    if config.getoption("update_snapshots", False) or not state.started:
+        return
+    overall = session_overall(
+        config.stash[RUN_DIRS], config.stash.get(VERDICTS, []), state.baseline.folder
+    )
+    if overall is None:
+        return
+    config.stash[OVERALL] = overall
+    record = config.stash.get(SUITE_PROPERTY, None)
+    if record is not None:
+        from benchc.report.ci import suite_properties
+
+        for name, value in suite_properties(overall):
+            record(name, value)  # type: ignore[operator]
+    from benchc.report.overall import EXIT_INCONCLUSIVE
+
+    if (
+        overall.state == "inconclusive"
+        and state.cfg.inconclusive == "fail"
+        and session.exitstatus == pytest.ExitCode.OK
+    ):
+        session.exitstatus = EXIT_INCONCLUSIVE
