@@ -70,6 +70,9 @@ figure.fig figcaption::before{content:"Each figure keeps its size: swipe it side
 font-style:italic}}
 """
 
+#: The page's whole stylesheet.
+STYLESHEET = CSS + LAYOUT_CSS
+
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("verdict", "Verdict"),
     ("notes", "Run notes"),
@@ -173,7 +176,7 @@ def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None 
         .get_template("page.html.j2")
         .render(
             doc=doc,
-            css=Markup(CSS + LAYOUT_CSS),  # benchc's own stylesheet: raw text in <style>
+            css=Markup(STYLESHEET),  # benchc's own stylesheet: raw text in <style>
             sections=sections,
             figures=_figures(svgs),
             by_status=_by_status(doc["verdicts"].get("items") or []),

@@ -118,7 +118,7 @@ def test_benchc_own_svg_and_css_are_not_escaped(hostile):
     read = _read(html)
     assert read.tags.count("svg") >= 8  # inline, not text that shows "<svg"
     assert not any("<svg" in t for t in read.texts)
-    assert re.search(r"<style>(.*?)</style>", html, re.S).group(1) == page.CSS
+    assert re.search(r"<style>(.*?)</style>", html, re.S).group(1) == page.STYLESHEET
 
 
 def test_a_missing_field_is_an_error_not_an_empty_cell(hostile):
