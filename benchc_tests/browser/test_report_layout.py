@@ -1,7 +1,8 @@
 """The report on a phone (390 px) and a laptop (1280 px), in headless Chromium: no horizontal
 page scroll (a wide table or figure scrolls inside its own box), no visible text under 9 px
 (an SVG label's font size times its figure's scale on screen), a mover's link lands on its
-sample card. On a small grid gated against a recorded baseline and on the 95-cell grid.
+sample card. On a small grid gated against a recorded baseline, on the 95-cell grid and on a
+comparison of two runs.
 Full-page screenshots go to the test's tmp dir. Legend placement and blank panels are checked
 on matplotlib's drawing itself (benchc_tests/unit/test_report_figures.py)."""
 
@@ -47,8 +48,21 @@ def full(tmp_path_factory) -> Path:
     return _report(tmp_path_factory.mktemp("full"), spec.CORRUPTIONS, 24, False)
 
 
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory) -> Path:
+    """``benchc compare`` of two checkpoints: its paired differences and agreement tables."""
+    from benchc.report import compare_runs
+    from benchc_tests.unit.report_runs import make_dataset, make_run
+
+    root = tmp_path_factory.mktemp("compared")
+    ds = make_dataset(root / "ds", n=18)
+    runs = [make_run(root / "r", ds, model=m, seed=k, damp=0.5 * k)
+            for k, m in enumerate(("released-checkpoint", "candidate-checkpoint"))]  # fmt: skip
+    return compare_runs(runs, root / "out", n_boot=20, n_permutations=99)
+
+
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("which", ["small", "full"])
+@pytest.mark.parametrize("which", ["small", "full", "compared"])
 def test_no_page_scroll_and_no_text_under_9px(browser, which, width, request, tmp_path):  # noqa: F811
     report = request.getfixturevalue(which)
     page = browser.new_page(viewport={"width": width, "height": 900})
