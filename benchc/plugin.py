@@ -243,7 +243,8 @@ def _write_reports(config: pytest.Config) -> list[str]:
     folder = state.baseline.folder if state.started else None
     return write_reports(state.cfg, config.stash[RUN_DIRS], verdicts or None, sides=sides,
                          notes=notes, baseline_folder=folder,
-                         overall=config.stash.get(OVERALL, None))  # fmt: skip
+                         overall=config.stash.get(OVERALL, None),
+                         run_notes=_notes(config))  # fmt: skip
 
 
 @pytest.hookimpl(optionalhook=True)

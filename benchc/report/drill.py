@@ -24,11 +24,34 @@ import numpy as np
 from benchc import spec
 from benchc.fsutil import display_path
 from benchc.report.data import DRILL_SAMPLES, num, verdict_anchor
+from benchc.report.fmt import moved
 from benchc.results.reader import StoredRun
 
 THUMB_PX = 120
 #: Gate levels whose verdict names grid cells (a VSI gate names none: its card is not tied to one).
 CELL_LEVELS = ("cell", "family", "model")
+
+
+def sample_anchor(sid: str) -> str:
+    """A sample card's HTML id: ``sample-<id>`` when the id is a valid, readable fragment
+    (letters, digits, ``-_.:``), else its safe characters and a short hash (two ids that differ
+    only in unsafe characters stay apart)."""
+    import hashlib
+
+    safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.:") else "-" for ch in sid)
+    if safe == sid and sid:
+        return f"sample-{sid}"
+    return f"sample-{safe}-{hashlib.sha256(sid.encode()).hexdigest()[:8]}"
+
+
+def _ranked_why(drop: float, ref: float, cur: float, other_label: str) -> str:
+    """A card's title when the drop in mean RAS picked it: what actually happened to it (a tie
+    or a rise is not called a drop)."""
+    if round(drop, 9) > 0:
+        return f"largest drop in mean RAS vs {other_label}: {moved(ref, cur, 3)}"
+    if round(drop, 9) == 0:
+        return f"mean RAS unchanged vs {other_label} ({cur:+.3f}): the lowest of the unchanged"
+    return f"mean RAS rose vs {other_label}: {moved(ref, cur, 3)} (no other sample dropped)"
 
 
 class Pick(NamedTuple):
@@ -76,25 +99,28 @@ def pick_samples(
             if sid in run.ids and sid not in picked:
                 why = (
                     f"moved most in gate {v.get('label', v.get('figure'))} "
-                    f"{v.get('scope')} ({v.get('status')})"
+                    f"{v.get('scope')} ({v.get('status')}): {moved(*mover[1:3])}"
                 )
                 picked[sid] = Pick(sid, why, dict(v))
     if run.grid is None:
         return list(picked.values())[:limit]
     current = _mean_ras_by_sample(run)
     ref = mean_ras_by_id(other, run)
-    why = f"largest drop in mean RAS vs {other_label}" if ref else "lowest mean RAS over the grid"
     if ref:
         # ties (no change at all) fall back to the lowest mean RAS
         drop = [(ref[s] - c, c, s) for s, c in zip(run.ids, current, strict=True) if s in ref]
         ranked = [
-            s
+            (s, _ranked_why(d, ref[s], c, other_label))
             for d, c, s in sorted(drop, key=lambda t: (-round(t[0], 9), t[1], t[2]))
             if np.isfinite(d) and np.isfinite(c)
         ]
     else:
-        ranked = [s for c, s in sorted(zip(current, run.ids, strict=True)) if np.isfinite(c)]
-    for sid in ranked:
+        ranked = [
+            (s, f"lowest mean RAS over the grid ({c:+.3f})")
+            for c, s in sorted(zip(current, run.ids, strict=True))
+            if np.isfinite(c)
+        ]
+    for sid, why in ranked:
         if len(picked) >= limit:
             break
         picked.setdefault(sid, Pick(sid, why))
@@ -212,6 +238,28 @@ def _images(run: StoredRun, sample: Any, cell: str) -> dict[str, str]:
     }
 
 
+def answers_in(run: StoredRun, sid: str, cell: str, label: str) -> dict[str, Any] | None:
+    """One run's answer to sample ``sid``, clean and in ``cell`` (its option distribution, its
+    pick, whether right), or None when the run holds no such sample or cell."""
+    g = run.grid
+    if g is None or sid not in run.ids or cell not in run.cells:
+        return None
+    i = run.ids.index(sid)
+    c, sev = spec.parse_condition(cell)
+    d, j = g.corruptions.index(c), list(run.severities).index(sev)
+    k, answer = int(g.n_options[i]), int(g.answers[i])
+    pred_clean, pred_corrupted = int(g.pred_clean[i]), int(g.pred[i, d, j])
+    return {
+        "label": label,
+        "p_clean": [num(x) for x in g.p_clean[i, :k]],
+        "p_corrupted": [num(x) for x in g.p_corrupt[i, d, j, :k]],
+        "pred_clean": pred_clean,
+        "pred_corrupted": pred_corrupted,
+        "correct_clean": pred_clean == answer,
+        "correct_corrupted": pred_corrupted == answer,
+    }
+
+
 def drilldown(
     run: StoredRun,
     picks: Sequence[Pick | tuple[str, str]],
@@ -219,6 +267,8 @@ def drilldown(
     baseline_ras: dict[str, float] | None = None,
     images: bool = True,
     vsi: tuple[dict[str, float], dict[str, float]] | None = None,
+    other: StoredRun | None = None,
+    labels: tuple[str, str] = ("candidate", "baseline"),
 ) -> tuple[list[dict[str, Any]], str | None]:
     """One entry per picked sample (numbers JSON-able; ``thumbnails`` are data URIs that the
     page shows and ``report.json`` leaves out), plus a note when images are unavailable.
@@ -228,6 +278,10 @@ def drilldown(
     ``worst_cell`` stays the sample's worst cell over the grid; ``gate`` names the picking gate.
     ``vsi``: (baseline, current) VSI by sample id; a card a VSI gate picked carries its
     ``vsi`` baseline -> current (what that gate moved on, not a cell's RAS).
+    ``other``: the overlaid run (the baseline's evidence, or the second run compared) and
+    ``labels`` (this run's, the other's): ``answers`` holds both runs' answers in the card's
+    cell, the other's first, so a card reads baseline beside candidate (``answers_note`` says
+    why when the other run lacks the sample or the cell).
     """
     g = run.grid
     if g is None or not picks:
@@ -245,7 +299,9 @@ def drilldown(
         cell, basis, cell_note = shown_cell(run, i, gate)
         c, sev = spec.parse_condition(cell)
         cd, cl = g.corruptions.index(c), list(run.severities).index(sev)
-        k = int(g.n_options[i])
+        mine = answers_in(run, sid, cell, labels[0])
+        assert mine is not None  # the run's own sample and cell
+        theirs = answers_in(other, sid, cell, labels[1]) if other is not None else None
         entry: dict[str, Any] = {
             "id": sid,
             "why": why,
@@ -264,13 +320,17 @@ def drilldown(
             "ras_worst": num(g.ras[i, d, l_]),
             "mean_ras": num(mean_ras[i]),
             "baseline_mean_ras": num((baseline_ras or {}).get(sid)),
-            "p_clean": [num(x) for x in g.p_clean[i, :k]],
-            "p_corrupted": [num(x) for x in g.p_corrupt[i, cd, cl, :k]],
-            "pred_clean": int(g.pred_clean[i]),
-            "pred_corrupted": int(g.pred[i, cd, cl]),
+            **{x: mine[x] for x in ("p_clean", "p_corrupted", "pred_clean", "pred_corrupted")},
             "question": None,
             "options": None,
         }
+        entry["anchor"] = sample_anchor(sid)
+        entry["answers"] = [a for a in (theirs, mine) if a is not None]
+        entry["answers_note"] = (
+            None
+            if other is None or theirs is not None
+            else f"{labels[1]} holds no answer to this sample in {cell}"
+        )
         if gate is not None and gate.get("level") == "vsi" and vsi is not None:
             entry["vsi"] = {"baseline": num(vsi[0].get(sid)), "current": num(vsi[1].get(sid))}
         sample = by_id.get(sid)

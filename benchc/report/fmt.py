@@ -13,6 +13,24 @@ def f(x: Any, digits: int = 3, signed: bool = False) -> str:
     return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
 
 
+#: The most digits :func:`moved` adds to tell two different values apart.
+MOVED_MAX_DIGITS = 6
+
+
+def moved(before: Any, after: Any, digits: int = 2) -> str:
+    """``"0.10 → -0.40"``: a value's move, with as many digits (``digits`` up to
+    ``MOVED_MAX_DIGITS``) as it takes for two different values not to read equal; equal ones
+    say ``"0.50 (unchanged)"``."""
+    if before is None or after is None:
+        return f"{f(before, digits)} → {f(after, digits)}"
+    if before == after:
+        return f"{before:.{digits}f} (unchanged)"
+    d = digits
+    while d < MOVED_MAX_DIGITS and f"{before:.{d}f}" == f"{after:.{d}f}":
+        d += 1
+    return f"{before:.{d}f} → {after:.{d}f}"
+
+
 def pct(x: Any, digits: int = 1) -> str:
     return "n/a" if x is None else f"{100 * x:.{digits}f}%"
 

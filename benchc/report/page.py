@@ -36,20 +36,46 @@ tr.fail td{background:#fde8e8}tr.improved td{background:#e6f6e9}tr.unchecked td{
 .v-ok{background:#e6f6e9;border:1px solid #2e7d32}
 .v-inconclusive{background:#fff6d6;border:1px solid #b58900}
 .v-none{background:#f3f5f7;border:1px solid #aaa}figure.fig{margin:10px 0;overflow-x:auto}
-figure.fig svg{max-width:100%;height:auto}ul.movers{margin:2px 0;padding-left:16px}
+figure.fig svg{display:block;max-width:none}ul.movers{margin:2px 0;padding-left:16px}
 td p.reason,td p.mdr-note{margin:0 0 2px}header ul{margin:4px 0 0;font-size:12px;color:#c8d6e5}
 figcaption{font-size:12px;color:#555}
 pre{background:#f3f5f7;padding:8px;overflow-x:auto;font-size:12px}.se{color:#777;font-size:11px}
-.note{font-size:12px;color:#666}.cards{display:flex;flex-wrap:wrap;gap:14px}.card{border:1px
-solid #d0d7de;border-radius:6px;padding:8px;width:370px;font-size:12px}.card img{width:112px;
-height:auto;border:1px solid #ccc;image-rendering:pixelated}.thumbs{display:flex;gap:6px}
-.thumbs div{text-align:center;font-size:10px;color:#555}.bar{height:8px;background:#1f77b4;
-display:inline-block}.bar.x{background:#d62728}.opt{display:grid;grid-template-columns:
-14px 1fr 90px 90px;gap:2px 6px;align-items:center;margin-top:4px}.opt .ans{font-weight:bold}
+.note{font-size:12px;color:#666}.cards{display:flex;flex-wrap:wrap;gap:14px}
+.card{border:1px solid #d0d7de;border-radius:6px;padding:8px;flex:1 1 340px;max-width:440px;
+min-width:0;box-sizing:border-box;font-size:12px;scroll-margin-top:8px}.card:target{outline:2px
+solid #c62828}.card-title{font-size:14px;margin:0;font-weight:normal}.card-why{margin:2px 0 6px}
+.thumbs{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:6px}
+.thumbs figure{margin:0;text-align:center;font-size:10px;color:#555;overflow-wrap:anywhere}
+.thumbs img{width:100%;height:auto;border:1px solid #ccc;image-rendering:pixelated}
+.card-answers .said{display:block}.opt{display:grid;gap:2px 6px;align-items:end;
+margin-top:4px}.opt2{grid-template-columns:14px minmax(0,1fr) repeat(2,64px)}
+.opt4{grid-template-columns:14px minmax(0,1fr) repeat(4,minmax(42px,min-content))}
+.opt .ans{font-weight:bold}
+.opt-head{text-align:center;border-bottom:1px solid #d0d7de;overflow-wrap:anywhere}
+.opt-who{font-size:10px;line-height:1.1}.opt-text{overflow-wrap:anywhere}
+.pv{display:flex;flex-direction:column;font-size:11px}.bar{height:6px;background:#1f77b4;
+display:block}.bar.x{background:#d62728}.bar.b0{opacity:.45}
 """
+
+#: The page on any screen: no horizontal page scroll at 390 px. A table wider than the screen
+#: scrolls inside its own box; a figure shows at its own size (every label >= 9 px, see
+#: plots.MIN_PT) and scrolls inside its frame; long words (paths, ids) wrap.
+LAYOUT_CSS = """
+table{display:block;max-width:100%;overflow-x:auto;width:max-content}
+p,li,h1,h2,h3,figcaption,header{overflow-wrap:break-word}
+nav{display:flex;flex-wrap:wrap;gap:2px 12px}nav a{margin-right:0}
+@media (max-width:600px){header,nav{padding-left:10px;padding-right:10px}
+main{padding:0 10px 30px}header h1{font-size:17px}h2{font-size:16px}
+figure.fig figcaption::before{content:"Each figure keeps its size: swipe it sideways. ";
+font-style:italic}}
+"""
+
+#: The page's whole stylesheet.
+STYLESHEET = CSS + LAYOUT_CSS
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("verdict", "Verdict"),
+    ("notes", "Run notes"),
     ("table2", "Model-level robustness (Bench-C Table II)"),
     ("states", "Four-state diagnosis (Bench-C Table III)"),
     ("heatmaps", "Corruption x severity"),
@@ -150,10 +176,11 @@ def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None 
         .get_template("page.html.j2")
         .render(
             doc=doc,
-            css=Markup(CSS),  # benchc's own stylesheet: raw text inside <style>
+            css=Markup(STYLESHEET),  # benchc's own stylesheet: raw text in <style>
             sections=sections,
             figures=_figures(svgs),
             by_status=_by_status(doc["verdicts"].get("items") or []),
+            cards={it["id"]: it.get("anchor") for it in doc.get("drilldown") or []},
             lacking=lacking,
             t2=_table2(doc),
             vsi={"tables": vsi_tables(doc), "doc": doc},

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -19,10 +20,19 @@ from markupsafe import Markup
 from benchc import spec
 from benchc.report.fmt import reference_series
 
+#: Smallest font of any figure text, in points. The page shows every figure at its own size
+#: (1 pt = 4/3 px; a figure wider than the screen scrolls inside its frame), so no label is
+#: under 9.3 px on any screen.
+MIN_PT = 7.0
+TICK_PT = MIN_PT
+LABEL_PT = 7.5
+TITLE_PT = 9.0
 #: Font size of a heatmap cell's label (its value, and its change under a candidate).
 HEAT_LABEL_PT = 8.0
 #: One colour per series, first = the run under report.
 PALETTE = ("#1f77b4", "#222222", "#d62728", "#2ca02c", "#9467bd", "#8c564b")
+#: A series' marker as a text glyph (for annotations that name a series by its marker).
+MARKER_GLYPHS = {"o": "●", "s": "■"}
 STATUS_COLOURS = {"fail": "#d62728", "improved": "#2ca02c", "pass": "#bbbbbb"}
 STATE_LABELS = {
     "cc": "Q_cc (stays correct)",
@@ -40,6 +50,9 @@ TRAJECTORY_LABELS = {
 }
 _TRAJECTORY_COLOURS = ("#4c9f70", "#f2b134", "#d1495b", "#7f7f7f", "#86bbd8", "#33658a")
 
+#: While :func:`figures` runs: the drawn figures by id, kept open instead of written as SVG.
+_KEEP: ContextVar[dict[str, Any] | None] = ContextVar("benchc_keep_figures", default=None)
+
 
 def _plt():
     import matplotlib
@@ -50,24 +63,22 @@ def _plt():
     return plt
 
 
-def _lift_suptitle(fig: Any) -> None:
-    """Put the figure title above every panel's own title and labels: a fixed ``y`` overlaps
-    them on a short figure (a small grid's heatmap, Fig. 5, Fig. 7)."""
-    title = next((t for t in fig.texts if t.get_text() == fig.get_suptitle()), None)
-    if not fig.get_suptitle() or title is None or not fig.axes:
-        return
-    renderer = fig.canvas.get_renderer()
-    top = max(ax.get_tightbbox(renderer).y1 for ax in fig.axes if ax.get_visible())
-    title.set_y(top / fig.bbox.height + 0.02)
-    title.set_verticalalignment("bottom")
+def _subplots(nrows: int, ncols: int, figsize: tuple[float, float], **kw: Any) -> tuple[Any, Any]:
+    """A figure laid out by matplotlib's constrained layout: the title above every panel
+    title, legends placed "outside" beside the panels rather than over them, colour bars
+    and labels clear of each other."""
+    return _plt().subplots(nrows, ncols, figsize=figsize, squeeze=False, layout="constrained", **kw)
 
 
 def _svg(fig: Any, salt: str) -> str:
     """The figure as an inline ``<svg>`` element (no XML prolog), deterministic."""
     import matplotlib
 
+    keep = _KEEP.get()
+    if keep is not None:
+        keep[salt] = fig
+        return ""
     plt = _plt()
-    _lift_suptitle(fig)
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"benchc-{salt}"}):
         fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
@@ -94,9 +105,49 @@ def _v(x: Any) -> float:
     return float("nan") if x is None else float(x)
 
 
+def cell_text(v: float, signed: bool = False) -> str:
+    """A number printed inside a figure: two decimals; a value that would print as 0.00 but is
+    not 0 with its one significant digit (never a "+0.00" that hides a change); 0 as "0"."""
+    if v == 0:
+        return "0"
+    if abs(v) >= 0.005:
+        return f"{v:+.2f}" if signed else f"{v:.2f}"
+    return f"{v:+.1g}" if signed else f"{v:.1g}"
+
+
+def ink(rgba: tuple[float, ...]) -> str:
+    """Black or white, whichever contrasts more with a cell's colour (WCAG relative luminance):
+    at least 4.6:1 on any colour of the scale."""
+
+    def lin(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    lum = 0.2126 * lin(rgba[0]) + 0.7152 * lin(rgba[1]) + 0.0722 * lin(rgba[2])
+    return "black" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "white"
+
+
+def _ticks(ax: Any) -> None:
+    ax.tick_params(labelsize=TICK_PT)
+
+
+def _colorbar(fig: Any, im: Any, axes: Any, label: str) -> None:
+    """A colour bar beside ``axes`` that says what its colours measure."""
+    height = fig.get_size_inches()[1]
+    cb = fig.colorbar(im, ax=axes, shrink=0.9, aspect=max(15.0, 5 * height), pad=0.02)
+    cb.set_label(label, fontsize=LABEL_PT)
+    cb.ax.tick_params(labelsize=TICK_PT)
+
+
 # -- corruption x severity heatmaps -----------------------------------------------------------
 #: Signed alignment figures: their colour scales are centred on 0 (white = no change).
 SIGNED = ("ras", "r_c", "r_w")
+#: A heatmap's colour bar title, by figure.
+HEAT_LABELS = {
+    "ras": "mean RAS (white: 0)",
+    "accuracy": "accuracy",
+    "r_c": "R_c (white: 0)",
+    "r_w": "R_w (white: 0)",
+}
 
 
 def heat_limits(figure: str, series: list[dict[str, Any]]) -> tuple[float, float]:
@@ -114,7 +165,8 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
     """One panel per series: rows = corruptions grouped by family, columns = severities.
 
     The first panel's cells carry the gate status as a coloured frame and, when a second
-    series exists, its value's change from that series under the value.
+    series exists, its value's change from that series under the value (none where it is
+    exactly 0). Each label is black or white by its cell's luminance.
     """
     plt = _plt()
     axes_info = doc["axes"]
@@ -125,10 +177,7 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
     lo, hi = heat_limits(figure, series)
     cmap = "RdBu" if figure in SIGNED else "viridis"
     n_p = max(1, len(series))
-    # cell labels at 8 pt (two lines with a difference): readable on a 95-cell grid too
-    fig, axes = plt.subplots(
-        1, n_p, figsize=(1.4 + 3.0 * n_p, 0.42 * len(rows) + 1.4), squeeze=False
-    )
+    fig, axes = _subplots(1, n_p, (1.6 + 2.9 * n_p, 0.42 * len(rows) + 1.5))
     status = doc.get("cell_status", {})
     base = reference_series(series)
     ref = base["cells"][figure] if base is not None else None
@@ -141,12 +190,14 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
             for j, sev in enumerate(sevs):
                 key = f"{c}-{sev}"
                 v = m[r, j]
-                text = "–" if math.isnan(v) else f"{v:.2f}"
+                text = "–" if math.isnan(v) else cell_text(v)
                 if s is not base and ref is not None and ref.get(key) is not None:
-                    if not math.isnan(v):  # candidate − baseline, under the candidate's value
-                        text += f"\n{v - ref[key]:+.2f}"
+                    d = v - ref[key]
+                    if not math.isnan(v) and d != 0:  # candidate − baseline, under its value
+                        text += f"\n{cell_text(d, signed=True)}"
+                colour = "black" if math.isnan(v) else ink(im.cmap(im.norm(v)))
                 ax.text(j, r, text, ha="center", va="center", fontsize=HEAT_LABEL_PT,
-                        color="black", linespacing=1.0)  # fmt: skip
+                        color=colour, linespacing=1.0)  # fmt: skip
                 st = status.get(key) if p == 0 else None
                 if st in ("fail", "improved"):
                     ax.add_patch(
@@ -159,68 +210,77 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
                             edgecolor=STATUS_COLOURS[st],
                         )
                     )
-        ax.set_xticks(range(len(sevs)), [str(x) for x in sevs], fontsize=7)
-        ax.set_xlabel("severity", fontsize=7)
-        ax.set_title(s["label"], fontsize=8)
-        ax.set_yticks(range(len(rows)), rows if p == 0 else [""] * len(rows), fontsize=6.5)
+        ax.set_xticks(range(len(sevs)), [str(x) for x in sevs])
+        ax.set_xlabel("severity", fontsize=LABEL_PT)
+        ax.set_title(s["label"], fontsize=LABEL_PT)
+        ax.set_yticks(range(len(rows)), rows if p == 0 else [""] * len(rows))
+        _ticks(ax)
         start = 0
         for fam in fams:
             end = start + len(fams[fam])
             if start:
                 ax.axhline(start - 0.5, color="white", lw=2.5)
             if p == n_p - 1:
-                ax.text(
-                    len(sevs) - 0.35,
-                    (start + end - 1) / 2,
-                    fam,
-                    rotation=-90,
-                    va="center",
-                    fontsize=7,
-                )
+                ax.text(len(sevs) - 0.4, (start + end - 1) / 2, fam, rotation=-90, va="center",
+                        fontsize=TICK_PT)  # fmt: skip
             start = end
     if im is not None:
-        fig.colorbar(im, ax=list(axes[0]), fraction=0.03, pad=0.08)
-    fig.suptitle(title, fontsize=9)
+        _colorbar(fig, im, list(axes[0]), HEAT_LABELS.get(figure, figure))
+    fig.suptitle(title, fontsize=TITLE_PT)
     return _svg(fig, f"heat-{figure}")
+
+
+def _finite(values: Any) -> bool:
+    return bool(np.isfinite(np.asarray([_v(x) for x in values], dtype=np.float64)).any())
+
+
+def _not_drawn(what: list[str]) -> str:
+    """A note under a figure naming the panels it leaves out (nothing defined to draw)."""
+    if not what:
+        return ""
+    return str(
+        Markup('<p class="note fig-note">Not drawn (undefined in every cell): {}.</p>').format(
+            "; ".join(what)
+        )
+    )
 
 
 # -- Fig. 7: severity trajectories per family -------------------------------------------------
 def severity(doc: dict[str, Any]) -> str:
-    """Per family, R_c, R_w and RAS by severity (Bench-C Fig. 7), every series overlaid."""
-    plt = _plt()
-    fams = list(doc["axes"]["families"])
+    """Per family, R_c, R_w and RAS by severity (Bench-C Fig. 7), every series overlaid; a
+    family no series has a defined value for is left out (and named under the figure)."""
+    every = list(doc["axes"]["families"])
     sevs = doc["axes"]["severities"]
-    fig, axes = plt.subplots(
-        1, max(1, len(fams)), figsize=(2.4 * max(1, len(fams)), 2.6), sharey=True, squeeze=False
-    )
-    for ax, fam in zip(axes[0], fams, strict=False):
+
+    def rows(fam: str) -> list[tuple[int, dict[str, Any], str, str, list[Any]]]:
+        out = []
         for i, s in enumerate(doc["series"]):
             fam_vals = s.get("families") or {}
             for fig_name, marker in (("r_c", "o"), ("r_w", "^"), ("ras", "s")):
                 row = (fam_vals.get(fig_name) or {}).get(fam)
-                if not row:
-                    continue
-                st = _style(i)
-                st["marker"] = marker
-                ax.plot(sevs, [_v(x) for x in row], label=f"{fig_name} {s['label']}", **st)
+                if row and _finite(row):
+                    out.append((i, s, fig_name, marker, row))
+        return out
+
+    fams = [f for f in every if rows(f)]
+    n = max(1, len(fams))
+    fig, axes = _subplots(1, n, (0.6 + 2.3 * n, 3.0), sharey=True)
+    for ax, fam in zip(axes[0], fams, strict=False):
+        for i, s, fig_name, marker, row in rows(fam):
+            st = _style(i)
+            st["marker"] = marker
+            ax.plot(sevs, [_v(x) for x in row], label=f"{fig_name} {s['label']}", **st)
         ax.axhline(0, color="#999999", lw=0.6)
-        ax.set_title(fam, fontsize=8)
+        ax.set_title(fam, fontsize=LABEL_PT)
         ax.set_xticks(sevs)
-        ax.tick_params(labelsize=7)
-        ax.set_xlabel("severity", fontsize=7)
-    axes[0][0].set_ylabel("R_c (o)  R_w (^)  RAS (s)", fontsize=7)
+        _ticks(ax)
+        ax.set_xlabel("severity", fontsize=LABEL_PT)
+    axes[0][0].set_ylabel("R_c (o)  R_w (^)  RAS (s)", fontsize=LABEL_PT)
     handles, labels = axes[0][0].get_legend_handles_labels()
     if handles:
-        fig.legend(
-            handles,
-            labels,
-            fontsize=6,
-            loc="lower center",
-            ncol=min(6, len(labels)),
-            bbox_to_anchor=(0.5, -0.12),
-        )
-    fig.suptitle("Severity trajectories per family (Bench-C Fig. 7)", fontsize=9)
-    return _svg(fig, "severity")
+        fig.legend(handles, labels, fontsize=TICK_PT, loc="outside lower center", ncol=3)
+    fig.suptitle("Severity trajectories per family (Bench-C Fig. 7)", fontsize=TITLE_PT)
+    return _svg(fig, "severity") + _not_drawn([f for f in every if f not in fams])
 
 
 #: Fig. 7's matrices, side by side: (figure, panel title). One scale and colour map for both, so
@@ -234,62 +294,69 @@ def family_matrix(
     doc: dict[str, Any], figures: tuple[tuple[str, str], ...] = FAMILY_MATRICES
 ) -> str:
     """Signed source RAS by family and severity: R_c beside R_w for every series (the
-    matrices of Bench-C Fig. 7), one shared scale and colour bar.
+    matrices of Bench-C Fig. 7), one shared scale and colour bar. A matrix undefined in every
+    cell (no such pairs) is no blank panel: it is left out and named under the figure.
 
     Each panel's SVG group has id ``family-<figure>-<series index>`` so a test can read one
     matrix's numbers back from the page.
     """
-    plt = _plt()
     fams = list(doc["axes"]["families"])
     sevs = doc["axes"]["severities"]
-    panels = [
+    candidates = [
         (k, s, fig_name, name)
         for k, s in enumerate(doc["series"])
         for fig_name, name in figures
         if (s.get("families") or {}).get(fig_name)
     ]
+    panels, empty = [], []
+    for k, s, fig_name, name in candidates:
+        fam_rows = s["families"][fig_name]
+        defined = any(_finite(fam_rows.get(f) or []) for f in fams)
+        (panels if defined else empty).append((k, s, fig_name, name))
     n_p = max(1, len(panels))
-    height = 0.42 * len(fams) + 1.2
-    fig, axes = plt.subplots(1, n_p, figsize=(1.2 + 2.4 * n_p, height), squeeze=False)
+    height = 0.42 * len(fams) + 1.5
+    fig, axes = _subplots(1, n_p, (1.4 + 2.3 * n_p, height))
     im = None
     for p, (ax, (k, s, fig_name, name)) in enumerate(zip(axes[0], panels, strict=False)):
-        rows = s["families"][fig_name]
-        m = np.array([[_v(x) for x in rows.get(f, [None] * len(sevs))] for f in fams])
+        fam_rows = s["families"][fig_name]
+        m = np.array([[_v(x) for x in fam_rows.get(f) or [None] * len(sevs)] for f in fams])
         im = ax.imshow(m, cmap="RdBu", vmin=-FAMILY_RANGE, vmax=FAMILY_RANGE, aspect="auto")
         for r in range(m.shape[0]):
             for j in range(m.shape[1]):
-                if not math.isnan(m[r, j]):
-                    ax.text(j, r, f"{m[r, j]:+.2f}", ha="center", va="center", fontsize=6.5)
+                v = m[r, j]
+                if not math.isnan(v):
+                    ax.text(j, r, cell_text(v, signed=True), ha="center", va="center",
+                            fontsize=TICK_PT, color=ink(im.cmap(im.norm(v))))  # fmt: skip
         ax.set_gid(f"family-{fig_name}-{k}")
-        ax.set_xticks(range(len(sevs)), [str(x) for x in sevs], fontsize=7)
-        ax.set_yticks(range(len(fams)), fams if p == 0 else [""] * len(fams), fontsize=7)
-        ax.set_xlabel("severity", fontsize=7)
-        ax.set_title(f"{name}\n{s['label']}", fontsize=8)
+        ax.set_xticks(range(len(sevs)), [str(x) for x in sevs])
+        ax.set_yticks(range(len(fams)), fams if p == 0 else [""] * len(fams))
+        _ticks(ax)
+        ax.set_xlabel("severity", fontsize=LABEL_PT)
+        ax.set_title(f"{name}\n{s['label']}", fontsize=LABEL_PT)
     if im is not None:
-        fig.colorbar(im, ax=list(axes[0]), fraction=0.03, pad=0.04)
-    # a third of an inch above the axes: clear of the two-line panel titles
-    fig.suptitle(
-        "R_c and R_w by family and severity (Bench-C Fig. 7)", fontsize=9, y=1 + 0.33 / height
-    )
-    return _svg(fig, "family-matrix")
+        _colorbar(fig, im, list(axes[0]), "signed RAS (white: 0)")
+    fig.suptitle("R_c and R_w by family and severity (Bench-C Fig. 7)", fontsize=TITLE_PT)
+    return _svg(fig, "family-matrix") + _not_drawn([f"{n} of {s['label']}" for _, s, _, n in empty])
 
 
 # -- Fig. 5: the RAS component plane by correctness state -------------------------------------
+#: Gap between two lines of a panel's mean-RAS lines under its axis, in points.
+PLANE_LINE_PT = 10.0
+
+
 def component_plane(doc: dict[str, Any]) -> str:
     """Per state, the first series' (ΔS, ΔC) density, every series' state mean as a marker
-    and the other series' densities as contours; boxes give mean RAS (Bench-C Fig. 5)."""
-    plt = _plt()
+    and the other series' densities as contours (Bench-C Fig. 5); under each panel, one line a
+    series in its colour and marker: the state's mean RAS and pair count."""
     planes = [(i, s) for i, s in enumerate(doc["series"]) if s.get("plane")]
-    fig, axes = plt.subplots(1, 4, figsize=(10.5, 2.9), sharey=True, squeeze=False)
     if not planes:
-        for ax in axes[0]:
-            ax.text(0.5, 0.5, "no grid", ha="center", transform=ax.transAxes)
-        return _svg(fig, "plane")
+        return str(Markup('<p class="note fig-note">Component plane (Bench-C Fig. 5) not drawn: '
+                          "no series holds per-pair arrays.</p>"))  # fmt: skip
+    fig, axes = _subplots(1, 4, (10.5, 3.0 + 0.14 * len(planes)), sharey=True)
     edges = np.asarray(planes[0][1]["plane"]["edges"], dtype=np.float64)
     centres = (edges[:-1] + edges[1:]) / 2
     for ax, state in zip(axes[0], STATE_LABELS, strict=True):
-        box = []
-        for i, s in planes:
+        for line, (i, s) in enumerate(planes):
             st = s["plane"]["states"][state]
             dens = np.asarray(st["density"], dtype=np.float64).T  # rows ΔC, cols ΔS
             if i == planes[0][0]:
@@ -320,25 +387,36 @@ def component_plane(doc: dict[str, Any]) -> str:
                     color=_style(i)["color"],
                     mec="white",
                     ls="none",
+                    label=f"state mean: {s['label']}" if state == "cc" else None,
                 )
             r = st["mean_ras"]
-            box.append(f"{s['label']}: RAS {'n/a' if r is None else f'{r:+.3f}'} (n={st['n']})")
-        ax.text(
-            0.03,
-            0.97,
-            "\n".join(box),
-            transform=ax.transAxes,
-            va="top",
-            fontsize=5.5,
-            bbox={"boxstyle": "round", "fc": "white", "alpha": 0.85},
-        )
+            glyph = MARKER_GLYPHS.get(_style(i)["marker"], "")
+            ax.annotate(
+                f"{glyph} RAS {'n/a' if r is None else f'{r:+.3f}'} (n={st['n']})",
+                xy=(0.5, 0),
+                xycoords="axes fraction",
+                xytext=(0, -30 - PLANE_LINE_PT * line),
+                textcoords="offset points",
+                ha="center",
+                va="top",
+                fontsize=TICK_PT,
+                color=_style(i)["color"],
+            )
         ax.axhline(0, color="#888888", lw=0.5)
         ax.axvline(0, color="#888888", lw=0.5)
-        ax.set_title(STATE_LABELS[state], fontsize=8)
-        ax.set_xlabel("ΔS", fontsize=7)
-        ax.tick_params(labelsize=6)
-    axes[0][0].set_ylabel("ΔC", fontsize=7)
-    fig.suptitle("RAS component plane by correctness state (Bench-C Fig. 5)", fontsize=9)
+        ax.set_xlim(-1, 1)
+        ax.set_ylim(-1, 1)
+        ax.set_title(STATE_LABELS[state], fontsize=LABEL_PT)
+        ax.set_xlabel("ΔS", fontsize=LABEL_PT)
+        ax.set_xticks([-0.5, 0, 0.5])  # none at the edges: they would touch the next panel's
+        ax.set_yticks([-1, -0.5, 0, 0.5, 1])
+        _ticks(ax)
+    axes[0][0].set_ylabel("ΔC", fontsize=LABEL_PT)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, fontsize=TICK_PT, loc="outside lower center",
+                   ncol=len(handles))  # fmt: skip
+    fig.suptitle("RAS component plane by correctness state (Bench-C Fig. 5)", fontsize=TITLE_PT)
     return _svg(fig, "plane")
 
 
@@ -346,9 +424,11 @@ def component_plane(doc: dict[str, Any]) -> str:
 def trajectory_composition(doc: dict[str, Any]) -> str:
     """Per series, the clean-correct and clean-wrong trajectory shares as stacked bars with
     the class-conditioned RAS on each segment (Bench-C Fig. 6)."""
-    plt = _plt()
+    from matplotlib.colors import to_rgba
+
     rows = [(s, half) for s in doc["series"] if s.get("trajectories") for half in (0, 1)]
-    fig, ax = plt.subplots(figsize=(8.5, 0.45 * max(2, len(rows)) + 1.0))
+    fig, axes = _subplots(1, 1, (8.5, 0.45 * max(2, len(rows)) + 1.5))
+    ax = axes[0][0]
     labels = []
     for y, (s, half) in enumerate(rows):
         t = s["trajectories"]
@@ -368,21 +448,21 @@ def trajectory_composition(doc: dict[str, Any]) -> str:
             )
             r = t["ras"][k]
             if share > 0.06 and r is not None:
-                ax.text(left + share / 2, y, f"{r:+.2f}", ha="center", va="center", fontsize=6.5)
+                ax.text(left + share / 2, y, cell_text(r, signed=True), ha="center", va="center",
+                        fontsize=TICK_PT, color=ink(to_rgba(_TRAJECTORY_COLOURS[k])))  # fmt: skip
             left += share
         labels.append(f"{s['label']} · clean-{'correct' if half == 0 else 'wrong'}")
-    ax.set_yticks(range(len(rows)), labels, fontsize=7)
+    ax.set_yticks(range(len(rows)), labels)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel(
-        "share of complete trajectories (segment text: class-conditioned RAS)", fontsize=7
+        "share of complete trajectories (segment text: class-conditioned RAS)", fontsize=LABEL_PT
     )
-    ax.tick_params(labelsize=7)
+    _ticks(ax)
     if rows:
-        ax.legend(fontsize=6, ncol=6, loc="lower center", bbox_to_anchor=(0.5, 1.0))
-    fig.suptitle(
-        "Trajectory composition with class-conditioned RAS (Bench-C Fig. 6)", fontsize=9, y=1.08
-    )
+        fig.legend(fontsize=TICK_PT, ncol=3, loc="outside lower center")
+    fig.suptitle("Trajectory composition with class-conditioned RAS (Bench-C Fig. 6)",
+                 fontsize=TITLE_PT)  # fmt: skip
     return _svg(fig, "trajectories")
 
 
@@ -390,22 +470,35 @@ def trajectory_composition(doc: dict[str, Any]) -> str:
 VSI_FLOOR_PLOT = 1e-6
 
 
+def _log_ticks(ax: Any) -> None:
+    """Plain ``1e-4`` tick labels on a log x axis (mathtext exponents print at ~70 % of the
+    tick size, under the page's smallest font)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.xaxis.set_major_locator(LogLocator(base=10, numticks=12))
+    ax.xaxis.set_major_formatter(
+        FuncFormatter(lambda v, _: f"1e{round(math.log10(v))}" if v > 0 else "")
+    )
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def vsi_distribution(doc: dict[str, Any], threshold: float) -> str:
     """Per-sample VSI on a log axis with the insensitive threshold (VSI paper Fig. 1); a series
-    without per-sample values shows its recorded median and insensitive fraction."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 2.8))
+    without per-sample values shows its recorded median and insensitive fraction. The legend
+    (with each series' insensitive fraction f) sits beside the axes, never over a bar."""
+    fig, axes = _subplots(1, 1, (7.2, 2.9))
+    ax = axes[0][0]
     blocks = [(i, s) for i, s in enumerate(doc["series"]) if s.get("vsi")]
     all_vals = [
         max(v, VSI_FLOOR_PLOT) for _, s in blocks for v in (s["vsi"].get("values") or []) if v
     ]
     hi = max([threshold * 10, *all_vals]) if all_vals else 10.0
     bins = np.logspace(math.log10(VSI_FLOOR_PLOT), math.log10(hi * 1.5), 30)
-    text = []
     for i, s in blocks:
         v = s["vsi"]
         st = _style(i)
         f = v.get("insensitive_fraction")
+        frac = f"f = {'n/a' if f is None else f'{100 * f:.1f}%'}"
         if v.get("values"):
             x = np.clip(np.array([_v(a) for a in v["values"]]), VSI_FLOOR_PLOT, None)
             ax.hist(
@@ -416,7 +509,7 @@ def vsi_distribution(doc: dict[str, Any], threshold: float) -> str:
                 color=st["color"],
                 linestyle=st["linestyle"],
                 linewidth=st["linewidth"],
-                label=s["label"],
+                label=f"{s['label']} ({frac})",
             )
         if v.get("median") is not None:
             ax.axvline(
@@ -424,17 +517,16 @@ def vsi_distribution(doc: dict[str, Any], threshold: float) -> str:
                 color=st["color"],
                 ls=":",
                 lw=1.2,
-                label=f"{s['label']} median",
+                label=f"{s['label']} median" + ("" if v.get("values") else f" ({frac})"),
             )
-        text.append(f"{s['label']}: f = {'n/a' if f is None else f'{100 * f:.1f}%'}")
     ax.axvline(threshold, color="#d62728", ls="--", lw=1.3, label=f"VSI = {threshold}")
     ax.set_xscale("log")
-    ax.set_xlabel("per-sample VSI (KL, region blur)", fontsize=7)
-    ax.set_ylabel("samples", fontsize=7)
-    ax.tick_params(labelsize=7)
-    ax.text(0.02, 0.95, "\n".join(text), transform=ax.transAxes, va="top", fontsize=6.5)
-    ax.legend(fontsize=6, loc="upper right")
-    fig.suptitle("Per-sample VSI distribution (VSI Fig. 1)", fontsize=9)
+    _log_ticks(ax)
+    ax.set_xlabel("per-sample VSI (KL, region blur; f: share below the line)", fontsize=LABEL_PT)
+    ax.set_ylabel("samples", fontsize=LABEL_PT)
+    _ticks(ax)
+    fig.legend(fontsize=TICK_PT, loc="outside right upper")
+    fig.suptitle("Per-sample VSI distribution (VSI Fig. 1)", fontsize=TITLE_PT)
     return _svg(fig, "vsi-dist")
 
 
@@ -466,7 +558,6 @@ def vsi_gap(doc: dict[str, Any]) -> str:
     """Probe accuracy vs argmax change rate on the low-VSI pool, with the matched high-VSI
     control and the encoder-LLM gap bracket (VSI Fig. 2 / Table 2), one group per series: the
     bracket spans exactly the two bars it subtracts."""
-    plt = _plt()
     blocks = [s for s in doc["series"] if s.get("vsi")]
     parts = (
         ("probe_low", "probe acc, low VSI", "#1f77b4"),
@@ -476,7 +567,8 @@ def vsi_gap(doc: dict[str, Any]) -> str:
     )
     if not any(s["vsi"]["gap"].get("probe_low") is not None for s in blocks):
         return _no_gap_note(blocks)
-    fig, ax = plt.subplots(figsize=(1.6 + 1.9 * max(1, len(blocks)), 2.8))
+    fig, axes = _subplots(1, 1, (2.2 + 1.9 * max(1, len(blocks)), 3.2))
+    ax = axes[0][0]
     width = 0.2
     for g, s in enumerate(blocks):
         gap = s["vsi"]["gap"]
@@ -510,26 +602,26 @@ def vsi_gap(doc: dict[str, Any]) -> str:
                 f"gap {gap['gap']:+.2f}" if gap.get("gap") is not None else "",
                 ha="right",
                 va="center",
-                fontsize=6.5,
+                fontsize=TICK_PT,
             )
     ax.set_xticks(
         range(len(blocks)),
         [f"{s['label']}\n(n_low={s['vsi']['gap'].get('n_low')})" for s in blocks],
-        fontsize=7,
     )
-    ax.set_xlim(-0.8, max(1, len(blocks)) - 0.4)
-    ax.set_ylim(0, 1.3)  # headroom for the legend above the bars
-    ax.tick_params(labelsize=7)
-    ax.legend(fontsize=6, loc="upper center", ncol=2)
-    fig.suptitle("Encoder-LLM disconnect on the low-VSI pool (VSI Fig. 2 / Table 2)", fontsize=9)
+    ax.set_xlim(-0.9, max(1, len(blocks)) - 0.4)
+    ax.set_ylim(0, 1.08)
+    _ticks(ax)
+    fig.legend(fontsize=TICK_PT, loc="outside lower center", ncol=2)
+    fig.suptitle("Encoder-LLM disconnect on the low-VSI pool (VSI Fig. 2 / Table 2)",
+                 fontsize=TITLE_PT)  # fmt: skip
     return _svg(fig, "vsi-gap")
 
 
 def reliability(doc: dict[str, Any]) -> str:
     """Accuracy against max-prob confidence in 10 equal-width bins (VSI Fig. 9), one line per
     series with Table 3, marker area by bin count; the diagonal is perfect calibration."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(3.6, 3.2))
+    fig, axes = _subplots(1, 1, (4.0, 4.0))
+    ax = axes[0][0]
     ax.plot([0, 1], [0, 1], color="#999", lw=0.8, ls="--", label="calibrated")
     for i, s in enumerate(doc["series"]):
         t = (s.get("vsi") or {}).get("signals")
@@ -545,11 +637,11 @@ def reliability(doc: dict[str, Any]) -> str:
         ax.scatter(xs, ys, s=[8 + 60 * n / max(ns) for n in ns], color=st["color"], zorder=3)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("max-prob confidence", fontsize=7)
-    ax.set_ylabel("accuracy", fontsize=7)
-    ax.tick_params(labelsize=7)
-    ax.legend(fontsize=6, loc="upper left")
-    fig.suptitle("Reliability of max-prob (VSI Fig. 9)", fontsize=9)
+    ax.set_xlabel("max-prob confidence", fontsize=LABEL_PT)
+    ax.set_ylabel("accuracy", fontsize=LABEL_PT)
+    _ticks(ax)
+    fig.legend(fontsize=TICK_PT, loc="outside lower center", ncol=1)
+    fig.suptitle("Reliability of max-prob (VSI Fig. 9)", fontsize=TITLE_PT)
     return _svg(fig, "vsi-reliability")
 
 
@@ -608,12 +700,15 @@ PLOTS: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
 }
 
 
-def render_all(doc: dict[str, Any]) -> dict[str, str]:
-    """Every figure the document can support, as inline SVG by figure id."""
+def render_all(doc: dict[str, Any], keys: Sequence[str] | None = None) -> dict[str, str]:
+    """Every figure the document can support (of ``keys``, default all), as inline SVG by
+    figure id."""
     out = {}
     has_grid = any(s.get("cells") for s in doc["series"])
     has_vsi = any(s.get("vsi") for s in doc["series"])
     for key, (section, _, render) in PLOTS.items():
+        if keys is not None and key not in keys:
+            continue
         if section == "vsi" and not has_vsi:
             continue
         if section != "vsi" and not has_grid:
@@ -622,3 +717,16 @@ def render_all(doc: dict[str, Any]) -> dict[str, str]:
             continue
         out[key] = render(doc)
     return out
+
+
+def figures(doc: dict[str, Any], keys: Sequence[str] | None = None) -> dict[str, Any]:
+    """The matplotlib Figures :func:`render_all` draws (of ``keys``), by their SVG salt, left
+    open (not written) so a check can read the drawing itself: where legends and labels
+    landed, what each panel holds. The caller closes them."""
+    keep: dict[str, Any] = {}
+    token = _KEEP.set(keep)
+    try:
+        render_all(doc, keys)
+    finally:
+        _KEEP.reset(token)
+    return keep

@@ -9,7 +9,7 @@ from functools import cache
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from jinja2.ext import Extension
 
-from benchc.report.fmt import f, pct
+from benchc.report.fmt import f, moved, pct
 
 
 class JoinLines(Extension):
@@ -25,9 +25,9 @@ def _g2(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2g}"
 
 
-def _bar_px(x: float | None) -> int:
-    """A probability bar's width (60 px for 1; Python's rounding, not jinja's)."""
-    return max(1, round(60 * (x or 0)))
+def _bar_pct(x: float | None) -> int:
+    """A probability bar's width in % of its column (Python's rounding, not jinja's)."""
+    return max(1, round(100 * (x or 0)))
 
 
 @cache
@@ -38,6 +38,8 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         extensions=[JoinLines],
     )
-    env.filters.update(f=f, pct=pct, g2=_g2, letter=lambda k: chr(65 + k), bar_px=_bar_px)
+    env.filters.update(
+        f=f, pct=pct, moved=moved, g2=_g2, letter=lambda k: chr(65 + k), bar_pct=_bar_pct
+    )
     env.globals["nl"] = "\n"
     return env

@@ -23,6 +23,7 @@ from benchc.report.overall import Overall, decide, run_facts
 from benchc.report.vsi import vsi_by_id
 from benchc.results.reader import StoredRun, read_run
 from benchc.results.store import StoreError, atomic_write_text
+from benchc.suite.notes import stored_run_notes
 
 HTML = "report.html"
 JSON = "report.json"
@@ -124,6 +125,7 @@ def write_report(
     vsi_dir: Path | None = None,
     vsi_support: str | None = None,
     baseline_folder: Path | None = None,
+    notes: Sequence[str] | None = None,
     overall: Overall | None = None,
     session: dict[str, Any] | None = None,
 ) -> Path:
@@ -137,11 +139,15 @@ def write_report(
     baseline's per-pair figures come from the snapshots' evidence sidecars; ``vsi_dir`` is the
     run folder of the VSI arrays when the VSI gates have their own dataset; ``vsi_support``
     the VSI the gates read (default: what the snapshots were recorded with, docs/spec.md §5).
+    ``notes``: the run notes the terminal printed (pytest passes its session's); None reads
+    what the stored run still shows (:func:`benchc.suite.notes.stored_run_notes`).
     ``overall``: the run's verdict as the suite decided it (default: decided here from the same
     records and runs, :mod:`benchc.report.overall`). ``session``: the suite run writing the
     report (:func:`benchc.provenance.session`), for ``report.json`` ``provenance``.
     """
     run = _read(run_dir, vsi_dir)
+    # the whole run's notes, as the terminal printed them (before any like-for-like subset)
+    notes = list(notes) if notes is not None else stored_run_notes(run)
     folder = baseline_folder
     if folder is None and thresholds_dir is not None:
         folder = baseline_folder_for(run, Path(thresholds_dir))
@@ -164,6 +170,7 @@ def write_report(
         baseline_ras=drill.mean_ras_by_id(base_run, run),
         images=images,
         vsi=_vsi_pair(run, base, base_run, vsi_support),
+        other=base_run,
     )
     doc = data.build(
         [run],
@@ -185,6 +192,7 @@ def write_report(
     )
     if folder is not None:
         doc["baseline_note"] += environment_note(folder, run)
+    doc["notes"] = notes
     return _write(doc, out_dir, note)
 
 
@@ -254,11 +262,17 @@ def compare_runs(
     if labels is not None and len(labels) != len(run_dirs):
         raise CompareError(f"{len(labels)} labels for {len(run_dirs)} runs")
     runs = [_read(p, v) for p, v in zip(run_dirs, vsi_dirs, strict=True)]
+    notes = [stored_run_notes(r) for r in runs]  # each whole run's, before the shared subset
     # the runs on what they all have (cells, samples), what was left out said on the page
     common = shared(runs, list(labels) if labels else data.default_labels(runs))
     runs = common.runs
-    picks = drill.pick_samples(runs[0], other=runs[1])
-    items, note = drill.drilldown(runs[0], picks, images=images)
+    # the cards: the second run's samples that moved most against the first (the baseline of
+    # every difference), the first run's answer beside the second's
+    names = list(labels) if labels else data.default_labels(runs)
+    picks = drill.pick_samples(runs[1], other=runs[0], other_label=names[0])
+    items, note = drill.drilldown(
+        runs[1], picks, images=images, other=runs[0], labels=(names[1], names[0])
+    )
     doc = data.build(
         runs,
         labels=labels,
@@ -268,6 +282,7 @@ def compare_runs(
     )
     doc["compare"] = common.block()
     labels = [sr["label"] for sr in doc["series"][: len(runs)]]
+    doc["notes"] = [f"{lab}: {n}" for lab, ns in zip(labels, notes, strict=True) for n in ns]
     doc["compare"]["paired"] = paired(runs, labels)
     doc["agreement"] = agreement.block(runs, labels, n_resamples=n_permutations)
     return _write(doc, out_dir, note)

@@ -9,6 +9,7 @@ doubtful; recording such a run as a baseline deserves a warning. Skipped samples
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,23 +40,51 @@ def baseline_warnings(run: Any) -> list[str]:
         clean = store.load(spec.CLEAN)
     except StoreError:
         return []
-    logits = clean["option_logits"].astype(np.float64)
-    k = dataset.n_options
-    filled = np.where(np.isnan(logits), -np.inf, logits)
-    accuracy = float((filled.argmax(axis=1) == dataset.answers).mean())
-    chance = float((1.0 / k).mean())
+    return clean_warnings(
+        clean["option_logits"], clean["option_mass"], dataset.answers, dataset.n_options,
+        list(dataset.ids),
+    )  # fmt: skip
+
+
+def clean_warnings(
+    logits: np.ndarray,
+    option_mass: np.ndarray,
+    answers: np.ndarray,
+    n_options: np.ndarray,
+    ids: list[str],
+) -> list[str]:
+    """:func:`baseline_warnings` on the clean condition's arrays (a live run's or a stored
+    one's): below-chance accuracy, samples with option mass < ``spec.OPTION_MASS_FLAG``."""
+    filled = np.where(np.isnan(logits), -np.inf, logits.astype(np.float64))
+    accuracy = float((filled.argmax(axis=1) == answers).mean())
+    chance = float((1.0 / np.asarray(n_options)).mean())
     out = []
     if accuracy < chance:
         out.append(
             f"clean accuracy {accuracy:.3f} is below chance ({chance:.3f} for this dataset's "
             f"option counts): the model is not solving this dataset"
         )
-    low = np.nonzero(clean["option_mass"] < spec.OPTION_MASS_FLAG)[0]
+    low = np.nonzero(option_mass < spec.OPTION_MASS_FLAG)[0]
     if low.size:
-        ids = [dataset.ids[i] for i in low]
         out.append(
-            f"{low.size} of {len(k)} samples have clean option mass < {spec.OPTION_MASS_FLAG} "
-            f"(the model is not answering with a letter): {_ids(ids)}"
+            f"{low.size} of {len(ids)} samples have clean option mass < {spec.OPTION_MASS_FLAG} "
+            f"(the model is not answering with a letter): {_ids([ids[i] for i in low])}"
+        )
+    return out
+
+
+def vsi_region_notes(vsi: Any, ids: list[str]) -> list[str]:
+    """VSI regions found by the locator, and samples without one (whole image blurred), from
+    the VSI arrays (``located`` / ``fallback`` flags, when stored)."""
+    out = []
+    n = len(ids)
+    if "located" in vsi and vsi["located"].any():
+        out.append(f"VSI: {int(vsi['located'].sum())} of {n} regions found by the locator")
+    if "fallback" in vsi and vsi["fallback"].any():
+        missing = [ids[i] for i in np.nonzero(vsi["fallback"])[0]]
+        out.append(
+            f"VSI: {len(missing)} of {n} samples have no region and blur the whole image: "
+            f"{_ids(missing)}"
         )
     return out
 
@@ -74,15 +103,28 @@ def run_notes(run: Any) -> list[str]:
             vsi = run.store.load(vsi_name)
         except StoreError:
             vsi = {}
-        n = len(run.dataset)
-        if "located" in vsi and vsi["located"].any():
-            out.append(f"VSI: {int(vsi['located'].sum())} of {n} regions found by the locator")
-        if "fallback" in vsi and vsi["fallback"].any():
-            ids = [run.dataset.ids[i] for i in np.nonzero(vsi["fallback"])[0]]
-            out.append(
-                f"VSI: {len(ids)} of {n} samples have no region and blur the whole image: "
-                f"{_ids(ids)}"
-            )
+        out.extend(vsi_region_notes(vsi, list(run.dataset.ids)))
+    return out
+
+
+def stored_run_notes(run: Any) -> list[str]:
+    """:func:`run_notes` of a stored run (a :class:`benchc.results.reader.StoredRun`, read by
+    ``benchc report`` long after the session): what its folder still shows (the clean
+    warnings, the VSI regions); skipped samples and the backend's notes lived only in the
+    session, whose report passes them itself."""
+    from benchc.results.store import load_npz
+
+    out: list[str] = []
+    path = Path(run.path) / f"{spec.CLEAN}.npz"
+    if run.clean_logits is not None and path.is_file():
+        try:
+            mass = load_npz(path).get("option_mass")
+        except StoreError:
+            mass = None
+        if mass is not None and len(mass) == len(run.ids):  # not a subset of the run's rows
+            out += clean_warnings(run.clean_logits, mass, run.answers, run.n_options, list(run.ids))
+    if run.vsi is not None:
+        out += vsi_region_notes(run.vsi, list(run.vsi_ids or run.ids))
     return out
 
 

@@ -27,9 +27,11 @@ def write_reports(
     sides: dict[str, str] | None = None,
     notes: list[str] | None = None,
     baseline_folder: Path | None = None,
+    run_notes: list[str] | None = None,
     overall: Overall | None = None,
 ) -> list[str]:
-    """``--report DIR``: the HTML page and JSON of this run with its gate verdicts; the
+    """``--report DIR``: the HTML page and JSON of this run with its gate verdicts and
+    ``run_notes`` (the notes the terminal prints); the
     Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it; then
     ``--log-samples`` and the exporters (:mod:`benchc.export.session`). ``overall``: the run's
     verdict, decided once (:mod:`benchc.suite.overall`). Returns one line per write that
@@ -43,7 +45,8 @@ def write_reports(
 
     dirs = [Path(d) for d in sorted(run_dirs)]
     this = session(cfg.command_line)  # once: the page, report.json and the exporters say the same
-    writer = partial(write_page, baseline_folder=baseline_folder, overall=overall, session=this)
+    writer = partial(write_page, baseline_folder=baseline_folder, overall=overall, session=this,
+                     notes=run_notes)  # fmt: skip
     errors: list[str | None] = []
     page = None
     if cfg.report is not None and dirs:
@@ -85,11 +88,12 @@ def write_page(
     out: Path,
     *,
     baseline_folder: Path | None = None,
+    notes: list[str] | None = None,
     overall: Overall | None = None,
     session: dict | None = None,
 ) -> Path:
     """The report of ``dirs`` in ``out``: one run (with its VSI run) against its baseline, or
-    several runs compared."""
+    several runs compared; ``notes``: the session's run notes (None: what the runs show)."""
     from benchc.report import compare_runs, write_report
     from benchc.results.reader import group_runs
 
@@ -106,6 +110,7 @@ def write_page(
             record_command=_record_command(cfg, baseline_folder),
             accept_command=_accept_command(cfg),
             vsi_support=cfg.vsi_support,
+            notes=notes,
             overall=overall,
             session=session,
         )

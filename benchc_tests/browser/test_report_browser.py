@@ -126,7 +126,7 @@ def test_r_w_matrix_and_gate_cell_card_in_chromium(browser, report):
     assert any("R_w (clean-wrong)" in t for t in texts)
     for row in s["families"]["r_w"].values():
         for v in row:
-            assert f"{v:+.2f}" in [t.strip() for t in texts]
+            assert plots.cell_text(v, signed=True) in [t.strip() for t in texts]
 
     card = page.locator("#sample-syn3-00004")
     assert card.get_attribute("data-cell") == "fog-2"

@@ -16,6 +16,7 @@ import pytest
 
 from benchc import spec
 from benchc.report import write_report
+from benchc.report.fmt import moved
 from benchc_tests.browser.test_report_browser import browser  # noqa: F401 (fixture)
 from benchc_tests.unit.report_runs import make_dataset, make_run, record_baseline
 
@@ -122,7 +123,8 @@ def test_vsi_gate_cards_show_the_sample_vsi_and_movers_are_a_list(browser, small
     items = row.locator("ul.movers li")
     assert items.count() == min(3, len(failed["movers"]))
     sid, b, c = failed["movers"][0]
-    assert items.first.inner_text() == f"{sid}: {b:.2f} → {c:.2f}"
+    assert items.first.inner_text() == f"{sid}: {moved(b, c)}"  # the id links its card
+    assert items.first.locator("a.mover").get_attribute("href") == f"#sample-{sid}"
     page.locator(f"#sample-{picked[0]['id']}").screenshot(path=str(tmp_path / "card.png"))
     page.close()
 

@@ -172,6 +172,8 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
     doc = json.loads((report / "report.json").read_text())
     assert [s["kind"] for s in doc["series"]] == ["run", "baseline"]
     assert doc["series"][1]["cells"]["ras"].keys() == {"fog-2", "pixelate-2"}
+    said = [line.removeprefix("note: ") for line in result.outlines if line.startswith("note: ")]
+    assert doc["notes"] == said  # the page's run notes are the terminal's (none here)
     from benchc.cli import main  # the same report later, from the stored run alone
 
     argv = ["report", str(root / "results"), "--out", str(root / "again"), "--no-images"]
@@ -213,9 +215,13 @@ def test_region_locator_replaces_the_whole_image_fallback(
     args = [*_args(model_dir, unannotated, corruption_cache, root), "-k", "test_vsi"]
     for locator in ("none", "foreground"):
         result = project.runpytest_inprocess(
-            *args, f"--region-locator={locator}", "--snapshot-update"
+            *args, f"--region-locator={locator}", "--snapshot-update", f"--report={root / locator}"
         )
         result.assert_outcomes(passed=2)
+        # the page's run notes are the terminal's "note:" lines (here: the regions' fallback)
+        said = [x.removeprefix("note: ") for x in result.outlines if x.startswith("note: ")]
+        notes = json.loads((root / locator / "report.json").read_text())["notes"]
+        assert notes == said and any("VSI: " in n for n in said), said
     (run_dir,) = (root / "results").glob("*/*")
     whole = load_npz(run_dir / "vsi-aligned.npz")
     located = load_npz(run_dir / "vsi-aligned.foreground.npz")

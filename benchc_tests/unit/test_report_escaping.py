@@ -16,7 +16,7 @@ import pytest
 
 from benchc.data import save_jsonl
 from benchc.data.synthetic import generate
-from benchc.report import compare_runs, page, write_report
+from benchc.report import compare_runs, drill, page, write_report
 from benchc_tests.unit.report_runs import make_run, verdict
 
 HOSTILE = "<script>alert(\"x&y\")</script> 'q' & <b>b</b> &amp;"
@@ -90,9 +90,10 @@ def test_user_strings_are_escaped_exactly_once_in_the_report(hostile):
     assert samples[0].question in texts
     assert all(o in texts for o in samples[0].options)
     assert samples[0].id in texts and f"clean {samples[0].id}" in read.attrs
-    assert f"sample-{samples[0].id}" in read.attrs
+    assert drill.sample_anchor(samples[0].id) in read.attrs  # the card; the mover links it
+    assert f"#{drill.sample_anchor(samples[0].id)}" in read.attrs
     assert HOSTILE in texts  # the gate's label and reason cells
-    assert f"{samples[0].id}: 0.10 → -0.40" in texts  # the mover
+    assert f"{samples[0].id}: 0.10 → -0.40" in "".join(texts)  # the mover
     assert "benchc record " + HOSTILE in texts
     assert any(f": a{HOSTILE} on " in t for t in texts)  # the header's run line
     assert f"fog-1: {HOSTILE}" in "".join(texts)  # the unchecked gate's reason
@@ -117,7 +118,7 @@ def test_benchc_own_svg_and_css_are_not_escaped(hostile):
     read = _read(html)
     assert read.tags.count("svg") >= 8  # inline, not text that shows "<svg"
     assert not any("<svg" in t for t in read.texts)
-    assert re.search(r"<style>(.*?)</style>", html, re.S).group(1) == page.CSS
+    assert re.search(r"<style>(.*?)</style>", html, re.S).group(1) == page.STYLESHEET
 
 
 def test_a_missing_field_is_an_error_not_an_empty_cell(hostile):
