@@ -46,8 +46,9 @@ def _snapshot_update_help(parser: pytest.Parser) -> None:
     renders after ``pytest_configure``)."""
     for group in getattr(parser, "_groups", []):
         for opt in group.options:
-            if "--snapshot-update" in opt.names():
-                opt._attrs["help"] = SNAPSHOT_UPDATE_HELP
+            attrs = getattr(opt, "_attrs", None)
+            if "--snapshot-update" in opt.names() and attrs is not None:
+                attrs["help"] = SNAPSHOT_UPDATE_HELP
     optparser = getattr(parser, "optparser", None)  # the argparse parser built from them
     for action in getattr(optparser, "_actions", []):
         if "--snapshot-update" in action.option_strings:
