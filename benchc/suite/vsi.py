@@ -34,7 +34,7 @@ def vsi_arrays(run: SuiteRun) -> dict[str, np.ndarray]:
     batch through its results store under ``run.vsi_name``, so a killed run resumes."""
 
     def compute(start: int, stop: int) -> dict[str, np.ndarray]:
-        return compute_vsi_batch(run, start, stop)
+        return run.compute_chunk(run.vsi_name, start, stop)
 
     try:
         return run.get_or_compute(run.vsi_name, compute)
