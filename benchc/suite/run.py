@@ -15,6 +15,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -48,6 +49,9 @@ from benchc.results.reader import SAMPLES, VSI, stack_conditions
 from benchc.results.store import StoreRepairWarning, chunk_bounds
 from benchc.suite.config import SuiteConfig
 from benchc.suite.share import SHARE_WAIT_S, compute_shared
+
+#: What the manifest says about the model and how it ran, kept when it is rewritten.
+MANIFEST_KEPT = ("model_spec", "dataset_spec", "environment", "capabilities")
 
 
 class SuiteRun:
@@ -144,7 +148,8 @@ class SuiteRun:
         if not self.store.manifest_ok():
             self.store.write_manifest(
                 {"model_spec": self.cfg.model, "dataset_spec": self.cfg.dataset,
-                 "environment": environment(self.backend)}
+                 "environment": environment(self.backend),
+                 "capabilities": asdict(self.backend.capabilities)}
             )  # fmt: skip
 
     def note_access(self) -> None:
@@ -155,7 +160,7 @@ class SuiteRun:
         access = self.backend.capabilities.option_distribution
         meta = self.store.manifest()
         if meta.get("option_access") != access:
-            kept = {k: meta[k] for k in ("model_spec", "dataset_spec", "environment") if k in meta}
+            kept = {k: meta[k] for k in MANIFEST_KEPT if k in meta}
             self.store.write_manifest({**kept, "option_access": access})
 
     @property
