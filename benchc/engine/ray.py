@@ -287,6 +287,7 @@ class Cluster:
         pending: dict[Any, tuple[int, ChunkRef]] = {}
         checking: dict[Any, int] = {}  # a report asked of an actor that lost a chunk
         live = set(range(len(self.actors)))
+        restarting: dict[int, float] = {}  # since when an actor that lost chunks is away
         last = time.monotonic()
         while not queue.finished:
             busy = {i for i, _ in pending.values()} | set(checking.values())
@@ -307,7 +308,16 @@ class Cluster:
             last = time.monotonic()
             for ref in ready:
                 if ref in checking:
-                    self._checked(checking.pop(ref), ref, live)
+                    i = checking.pop(ref)
+                    answer = self._checked(i, ref)
+                    since = restarting.setdefault(i, time.monotonic())
+                    if answer == "dead" or time.monotonic() - since > self.stall_s:
+                        live.discard(i)  # restarts used up, or it never came back
+                    elif answer == "restarting":  # reloading its model: ask again shortly
+                        time.sleep(POLL_S / 5)
+                        checking[self.actors[i].describe.remote(self.tags)] = i
+                    else:
+                        restarting.pop(i, None)
                     continue
                 i, chunk = pending.pop(ref)
                 try:
@@ -323,16 +333,20 @@ class Cluster:
                 if self.on_result is not None:
                     self.on_result(i, chunk)
 
-    def _checked(self, i: int, ref: Any, live: set[int]) -> None:
-        """An actor that lost a chunk answered (restarted) or is gone for good; a restarted
-        one must still be of the run's device class and key."""
+    def _checked(self, i: int, ref: Any) -> str:
+        """``ok`` once actor ``i``, which lost a chunk, answers again (a restarted actor must
+        still be of the run's device class and key), ``restarting`` while Ray restarts it,
+        ``dead`` when its restarts are used up."""
+        ray = self.ray
         try:
-            report = self.ray.get(ref, timeout=self.stall_s)
-        except self.ray.exceptions.RayError:
-            live.discard(i)
-            return
+            report = ray.get(ref, timeout=self.stall_s)
+        except ray.exceptions.ActorUnavailableError:
+            return "restarting"
+        except ray.exceptions.RayError:
+            return "dead"
         agreed([self.reports[0], report], "device_class", "device class")
         agreed([self.reports[0], report], "keys", "run key")
+        return "ok"
 
     def _store(
         self,
