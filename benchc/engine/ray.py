@@ -374,7 +374,8 @@ class Cluster:
         stored = queue.stored if queue else 0
         rate = f", {self.scored / self.seconds:.1f} queries/s" if self.seconds > 0 else ""
         return (
-            f"ray: {stored} chunks ({self.scored} queries) over {len(self.actors)} actors "
+            f"ray: {stored} chunks ({self.scored} queries) over {len(self.actors)} "
+            f"actor{'s' if len(self.actors) != 1 else ''} "
             f"[{self.state.device_class}] in {self.seconds:.1f} s{rate}; "
             f"{queue.redone if queue else 0} redone, {queue.duplicates if queue else 0} "
             f"duplicates, {self.already} already stored"

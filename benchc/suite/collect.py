@@ -221,6 +221,9 @@ def elsewhere(state: SuiteSession, *, vsi: bool) -> Iterator[Callable[[dict], No
         elif cfg.executor == "ray":
             from benchc.engine.ray import Cluster
 
+            if cfg.worker_id is not None:
+                raise LoadError("--executor=ray: the cluster's actors are the parallelism; drop -n")
+
             with Cluster.start(state, vsi=vsi) as cluster:
                 yield cluster.fill
         else:

@@ -85,7 +85,7 @@ def digests(results: Path) -> dict[str, str]:
 
 def ray_note(out: str) -> dict[str, int]:
     m = re.search(
-        r"ray: (\d+) chunks \((\d+) queries\) over (\d+) actors .*?; (\d+) redone, (\d+) "
+        r"ray: (\d+) chunks \((\d+) queries\) over (\d+) actors? .*?; (\d+) redone, (\d+) "
         r"duplicates, (\d+) already stored",
         out,
     )
