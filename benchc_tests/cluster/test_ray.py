@@ -194,3 +194,25 @@ def test_from_store_gates_without_the_model(work, distributed):
     assert proc.returncode == 4, text[-3000:]
     assert re.search(r"--from-store file://\S+: 3 chunk\(s\) not stored: fog-1 rows 0-15, "
                      r"16-31, 32-39 \(compute them first", text), text[-3000:]  # fmt: skip
+
+
+def test_out_of_memory_fails_the_run_with_the_fix_and_stores_nothing(work, cluster_address):
+    """The backend split a batch after an OOM (its own recovery in one process): an actor's
+    chunk would then be batched unlike its run key, so the run stops with the batch size that
+    fits and nothing of that chunk is stored."""
+    from benchc.engine import EngineError
+    from benchc.engine.ray import Cluster
+    from benchc.suite.config import SuiteConfig
+    from benchc.suite.session import SuiteSession
+
+    results = work / "oom"
+    cfg = SuiteConfig(model="benchc_tests.cluster.oom:TwoRowsFit", corruptions=("fog",),
+                      severities=(1,), limit=8, batch_size=4, results_dir=results,
+                      cache_dir=work / "cache", executor="ray", ray_actors=1)  # fmt: skip
+    state = SuiteSession(cfg)
+    with Cluster.start(state, vsi=False) as cluster, pytest.raises(EngineError) as info:
+        cluster.fill({"grid": ["clean"]})
+    message = str(info.value)
+    assert "\n" not in message
+    assert "batch size 4 ran out of device memory, 2 fit; rerun with --batch-size=2" in message
+    assert not list(results.rglob("clean*.npz"))  # no part, no entry
