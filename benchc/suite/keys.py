@@ -6,11 +6,14 @@ same keys without importing each other.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from benchc.suite.session import SuiteSession
+if TYPE_CHECKING:  # never imported for the keys: an unrelated run loads none of the suite
+    pass
 
-SESSION = pytest.StashKey[SuiteSession]()
+SESSION = pytest.StashKey["SuiteSession"]()
 RUN_DIRS = pytest.StashKey[set]()
 NOTES = pytest.StashKey[list]()
 LOAD_ERROR = pytest.StashKey[str]()
@@ -19,3 +22,5 @@ LOAD_ERROR = pytest.StashKey[str]()
 VERDICTS = pytest.StashKey[list]()
 #: The run's false-alarm budget split over the gates that were collected.
 BUDGET = pytest.StashKey["ErrorBudget"]()
+#: One line per write that failed after the results were computed (report, exports, manifest).
+WRITE_ERRORS = pytest.StashKey[list]()

@@ -1,6 +1,9 @@
 """What a finished suite run writes besides the terminal summary: ``--report DIR`` and the CI
 step summary. Plain data in (config, run folders, verdict records), so that the plugin's
-session-end hook stays a few lines and this can be called without pytest.
+session-end hook stays a few lines and this can be called without pytest. Every write here comes
+after the results were computed: one that fails is one line naming its folder
+(:func:`benchc.suite.outputs.after_compute`), the others still run, and the report's line says
+how to rebuild it from the stored results.
 """
 
 from __future__ import annotations
@@ -20,23 +23,51 @@ def write_reports(
     sides: dict[str, str] | None = None,
     notes: list[str] | None = None,
     baseline_folder: Path | None = None,
-) -> None:
+) -> list[str]:
     """``--report DIR``: the HTML page and JSON of this run with its gate verdicts; the
     Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it; then
-    ``--log-samples`` and the exporters (:mod:`benchc.export.session`)."""
+    ``--log-samples`` and the exporters (:mod:`benchc.export.session`). Returns one line per
+    write that failed."""
+    import os
+
+    from benchc.export.session import after_run
     from benchc.report import ci
+    from benchc.suite.outputs import after_compute
 
     dirs = [Path(d) for d in sorted(run_dirs)]
+    errors: list[str | None] = []
     page = None
     if cfg.report is not None and dirs:
-        page = write_page(cfg, dirs, verdicts, cfg.report, baseline_folder=baseline_folder)
-    if verdicts:
-        ci.write_step_summary(
-            verdicts, report=str(page) if page else None, sides=sides, notes=notes or ()
+        page, error = after_compute(
+            "the report (--report)",
+            cfg.report,
+            lambda: write_page(cfg, dirs, verdicts, cfg.report, baseline_folder=baseline_folder),
         )
-    from benchc.export.session import after_run
+        if error:
+            errors.append(f"{error}; rebuild it from the kept results: "
+                          f"{rebuild_command(cfg.report, dirs, baseline_folder)}")  # fmt: skip
+    if verdicts:
+        errors.append(after_compute(
+            "the CI step summary", os.environ.get("GITHUB_STEP_SUMMARY"),
+            lambda: ci.write_step_summary(verdicts, report=str(page) if page else None,
+                                          sides=sides, notes=notes or ()),
+        )[1])  # fmt: skip
+    writer = partial(write_page, baseline_folder=baseline_folder)
+    errors.append(after_compute(
+        "the per-sample log and exports", cfg.report,
+        lambda: after_run(cfg, dirs, verdicts, writer),
+    )[1])  # fmt: skip
+    return [e for e in errors if e]
 
-    after_run(cfg, dirs, verdicts, partial(write_page, baseline_folder=baseline_folder))
+
+def rebuild_command(out: Path, dirs: list[Path], baseline_folder: Path | None) -> str:
+    """The ``benchc report`` command that writes this run's report again from the store."""
+    import shlex
+
+    words = ["benchc", "report", *map(str, dirs), "--out", str(out)]
+    if baseline_folder is not None:
+        words += ["--baseline", str(baseline_folder)]
+    return shlex.join(words)
 
 
 def write_page(
