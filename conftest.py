@@ -30,6 +30,8 @@ OPT_IN_MARKERS = {
     "servers": "against servers benchc did not write (transformers serve); run with -m servers",
     "exporters": "W&B offline and MLflow file-store exports (extras wandb, mlflow); run with "
     "-m exporters (own .ci/run line)",
+    "cluster": "the grid on a local Ray cluster (benchc[ray]: actors killed, driver killed, "
+    "--from-store, server replicas); run with -m cluster",
     "power": "MDR power tests (simulated regressions over seeds, ~45 s); run with -m power",
 }
 

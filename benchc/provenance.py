@@ -50,6 +50,9 @@ def environment(backend: Any = None) -> dict[str, str | None]:
     where a backend has none, e.g. a server)."""
     from benchc import __version__
 
+    recorded = getattr(backend, "recorded_environment", None)
+    if recorded:  # results computed elsewhere (benchc.engine.stored.StandIn): theirs
+        return dict(recorded)
     backend = getattr(backend, "inner", backend)  # a wrapper (--benchc-degrade): its model
     device = getattr(backend, "device", None)
     dtype = getattr(backend, "dtype", None)

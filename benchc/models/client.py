@@ -12,6 +12,7 @@ time): those are left out of every later request and reported in :attr:`ChatClie
 from __future__ import annotations
 
 import email.utils
+import itertools
 import json
 import logging
 import os
@@ -19,7 +20,8 @@ import random
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import httpx
@@ -127,11 +129,15 @@ class ChatClient:
     ``optional`` names the fields a request may lose when the server rejects them (in the order
     they are tried when an error names none); every other field is required. Thread-safe: one
     client serves all of a backend's worker threads.
+
+    Several base URLs (replicas of one model: a vLLM / SGLang fleet) share the requests in turn,
+    and a retry goes to the next replica, so one answering 503 or unreachable costs a backoff
+    per request, not the request.
     """
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | Sequence[str],
         *,
         optional: Iterable[str] = (),
         api_key_env: str = "OPENAI_API_KEY",
@@ -141,7 +147,16 @@ class ChatClient:
         timeout_s: float = 120.0,
         rate_limit: float | None = None,
     ) -> None:
-        self.url = f"{base_url.rstrip('/')}/chat/completions"
+        bases = [base_url] if isinstance(base_url, str) else list(base_url)
+        if not bases:
+            raise ValueError("ChatClient needs at least one base URL")
+        self.urls = [f"{b.rstrip('/')}/chat/completions" for b in bases]
+        self.url = self.urls[0]
+        self._turn = itertools.count()
+        #: Per URL: requests answered 200, and requests retried after its status or error.
+        self.answered: Counter[str] = Counter()
+        self.retried: Counter[str] = Counter()
+        self._count_lock = threading.Lock()
         self.optional = tuple(optional)
         self.api_key_env = api_key_env
         self.concurrency = concurrency
@@ -197,9 +212,12 @@ class ChatClient:
         """The decoded JSON answer to ``body``; ``what`` names the query in errors."""
         body = self.strip(body)
         attempt = 0
+        first = next(self._turn)  # the replicas take requests in turn
         while True:
-            status, payload, headers = self._send(body, what, attempt)
+            status, payload, headers = self._send(body, what, attempt, first)
+            url = self._url(first, attempt)
             if status == 200:
+                self._count(self.answered, url)
                 return payload
             text = json.dumps(payload)[:300] if isinstance(payload, dict) else str(payload)
             if status in REJECT_STATUS:
@@ -210,28 +228,40 @@ class ChatClient:
                     body = self.strip(body)
                     continue
             if status not in RETRY_STATUS:
-                raise ProxyError(f"{self.url} answered {status} for {what}: {text}")
+                raise ProxyError(f"{url} answered {status} for {what}: {text}")
             if attempt >= self.max_retries:
                 raise ProxyError(
-                    f"{self.url} failed for {what} after {attempt + 1} attempts: "
-                    f"HTTP {status}: {text}"
+                    f"{url} failed for {what} after {attempt + 1} attempts: HTTP {status}: {text}"
                 )
+            self._count(self.retried, url)
             wait = retry_after_s(headers.get("retry-after"))
             if wait is not None:
                 self.throttled += 1
             self._sleep(attempt, wait)
             attempt += 1
 
+    def _url(self, first: int, attempt: int) -> str:
+        """The replica of a request's ``attempt``: its own turn's, then the next ones'."""
+        return self.urls[(first + attempt) % len(self.urls)]
+
+    def _count(self, counter: Counter[str], url: str) -> None:
+        with self._count_lock:
+            counter[url] += 1
+
     def _sleep(self, attempt: int, retry_after: float | None) -> None:
         time.sleep(backoff_delay(attempt, self.backoff_s, retry_after, self.rng))
 
-    def _send(self, body: dict, what: str, attempt: int) -> tuple[int, Any, httpx.Headers]:
-        """One request, retrying network errors; (status, decoded body, headers)."""
+    def _send(
+        self, body: dict, what: str, attempt: int, first: int = 0
+    ) -> tuple[int, Any, httpx.Headers]:
+        """One request, retrying network errors (each retry on the next replica); (status,
+        decoded body, headers)."""
         data = encode_body(body)
         while True:
             self.limiter.wait()
+            url = self._url(first, attempt)
             try:
-                resp = self._client().post(self.url, content=data)
+                resp = self._client().post(url, content=data)
                 try:
                     payload = resp.json()
                 except ValueError:
@@ -242,9 +272,10 @@ class ChatClient:
             except httpx.HTTPError as err:
                 if attempt >= self.max_retries:
                     raise ProxyError(
-                        f"{self.url} failed for {what} after {attempt + 1} attempts: "
+                        f"{url} failed for {what} after {attempt + 1} attempts: "
                         f"{type(err).__name__}: {err}"
                     ) from err
+                self._count(self.retried, url)
                 log.warning("request for %s failed (%s); attempt %d", what, err, attempt + 1)
                 self._sleep(attempt, None)
                 attempt += 1

@@ -124,6 +124,17 @@ def score(
 _OPTION_WIDE_FILL = {"option_logits": np.nan, "letter_counts": -1}
 
 
+#: Fields only a batch with a sampled query has (the openai backend's sampling proxy), and
+#: their value for a row that was not sampled: no letter counted (-1), nothing unparsed.
+_SAMPLED_ONLY = {"letter_counts": -1, "n_unparsed": 0}
+
+
+def _unsampled(name: str, output: BatchOutput) -> np.ndarray:
+    rows, width = output.option_logits.shape
+    shape = (rows, width) if name == "letter_counts" else (rows,)
+    return np.full(shape, _SAMPLED_ONLY[name], dtype=np.int64)
+
+
 def concat_outputs(outputs: Sequence[BatchOutput]) -> BatchOutput:
     """Stack batch outputs row-wise, padding option-wide arrays to the widest K."""
     if not outputs:
@@ -135,7 +146,10 @@ def concat_outputs(outputs: Sequence[BatchOutput]) -> BatchOutput:
         if not any(present):
             merged[f.name] = None
             continue
-        if not all(present):
+        if not all(present) and f.name in _SAMPLED_ONLY:  # a batch that sampled no query
+            pairs = zip(outputs, parts, strict=True)
+            parts = [_unsampled(f.name, o) if p is None else p for o, p in pairs]
+        elif not all(present):
             raise ValueError(f"field {f.name!r} is set in some batch outputs but not in others")
         if f.name in _OPTION_WIDE_FILL:
             width = max(p.shape[1] for p in parts)

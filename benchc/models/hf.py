@@ -165,6 +165,8 @@ class HFBackend(Backend):
         self.model, default_attn, self.attention_note = load_with_attention(
             load, cuda=self.device.type == "cuda", given=args.get("attn_implementation")
         )
+        #: The attention kernel the model runs (part of a distributed run's device class).
+        self.attention = args.get("attn_implementation") or default_attn
         if dtype == "auto":
             self.dtype = next(self.model.parameters()).dtype
         if device_map is None and "quantization" not in args:

@@ -208,12 +208,15 @@ class OpenAIProxyBackend(Backend):
             )
         if rate_limit is not None and rate_limit <= 0:
             raise ValueError(f"rate_limit must be > 0 requests per second, got {rate_limit}")
-        if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+        #: Replicas of the model (``url1,url2``): the client spreads requests over them.
+        self.base_urls = [u.strip().rstrip("/") for u in base_url.split(",")]
+        for url in self.base_urls:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"base_url must start with http:// or https://, got {url!r}")
         if extra_body is not None and not isinstance(extra_body, dict):
             raise ValueError(f"extra_body must be a JSON object, got {extra_body!r}")
         self.model = model
-        self.base_url = base_url.rstrip("/")
+        self.base_url = ",".join(self.base_urls)
         self.logprobs = logprobs
         self.top_logprobs = top_logprobs
         self.n_samples = n_samples
@@ -226,7 +229,7 @@ class OpenAIProxyBackend(Backend):
         self.batch_size = batch_size or max(16, 4 * concurrency)
         http = dict(api_key_env=api_key_env, concurrency=concurrency, max_retries=max_retries)
         http.update(backoff_s=backoff_s, timeout_s=timeout_s, rate_limit=rate_limit)
-        self.client = ChatClient(self.base_url, optional=OPTIONAL_FIELDS, **http)
+        self.client = ChatClient(self.base_urls, optional=OPTIONAL_FIELDS, **http)
         #: Queries scored per path (``PATH_*``), in this process.
         self.path_counts: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -310,6 +313,13 @@ class OpenAIProxyBackend(Backend):
             )
         if self.client.throttled:
             out.append(f"{where}: {self.client.throttled} request(s) throttled (Retry-After)")
+        if len(self.base_urls) > 1 and (self.client.answered or self.client.retried):
+            per = "; ".join(
+                f"{url.removesuffix('/chat/completions')} {self.client.answered[url]} answered, "
+                f"{self.client.retried[url]} retried elsewhere"
+                for url in self.client.urls
+            )
+            out.append(f"{self.name}: requests over {len(self.base_urls)} replicas: {per}")
         if self.not_sampling():
             out.append(
                 f"WARNING: {where}: all {self._sampled} sampled queries got one identical reply "

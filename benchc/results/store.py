@@ -35,7 +35,23 @@ _NAME = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.\-]*$")
 #: The array in every stored ``.npz`` holding the sha256 of the others (see :func:`content_digest`).
 DIGEST_KEY = "__benchc_sha256__"
 
-__all__ = ["LOCK_TIMEOUT_S", "Arrays", "ResultStore", "RunKey", "StoreError", "slug"]
+__all__ = [
+    "LOCK_TIMEOUT_S",
+    "Arrays",
+    "ResultStore",
+    "RunKey",
+    "StoreError",
+    "chunk_bounds",
+    "slug",
+]
+
+
+def chunk_bounds(n_rows: int, chunk_rows: int) -> list[tuple[int, int]]:
+    """An entry's chunks, ``(start, stop)``: starts at multiples of ``chunk_rows`` (the rows
+    :meth:`ResultStore.get_or_compute` computes and saves as one part)."""
+    if n_rows < 1 or chunk_rows < 1:
+        raise ValueError(f"n_rows and chunk_rows must be >= 1, got {n_rows}, {chunk_rows}")
+    return [(s, min(n_rows, s + chunk_rows)) for s in range(0, n_rows, chunk_rows)]
 
 
 @dataclass(frozen=True)
@@ -231,6 +247,26 @@ class ResultStore:
         path = self._parts_dir(name) / f"{start:09d}.npz"
         return atomic_save_npz(path, _check_arrays(arrays, f"{name}[{start}:]"))
 
+    def missing_chunks(self, name: str, n_rows: int, chunk_rows: int) -> list[tuple[int, int]]:
+        """Chunks of entry ``name`` neither finished nor saved as an intact part (what
+        :meth:`get_or_compute` would compute now); ``[]`` once the entry is stored."""
+        if self._load_finished(name) is not None:
+            return []
+        parts = self.load_parts(name)
+        return [
+            (start, stop)
+            for start, stop in chunk_bounds(n_rows, chunk_rows)
+            if start not in parts or _rows(parts[start]) != stop - start
+        ]
+
+    def assemble(self, name: str, n_rows: int, chunk_rows: int) -> Arrays:
+        """Entry ``name`` from its saved parts, computing nothing: :class:`StoreError` naming
+        the missing chunks when any is."""
+        missing = self.missing_chunks(name, n_rows, chunk_rows)
+        if missing:
+            raise StoreError(f"{name}: chunks {describe_chunks(missing)} are not stored")
+        return self.get_or_compute(name, n_rows, chunk_rows, _computes_nothing(name))
+
     # -- the resumable computation ----------------------------------------------------------
     def get_or_compute(
         self,
@@ -316,6 +352,19 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     if not isinstance(meta, dict) or meta.get("checksum") != manifest_checksum(meta):
         raise StoreError(f"damaged manifest {path}: content does not match its checksum")
     return meta
+
+
+def describe_chunks(chunks: list[tuple[int, int]]) -> str:
+    """``rows 0-63, 128-191`` (one line, the first 8)."""
+    text = ", ".join(f"{a}-{b - 1}" for a, b in chunks[:8])
+    return f"rows {text}" + (f" and {len(chunks) - 8} more" if len(chunks) > 8 else "")
+
+
+def _computes_nothing(name: str) -> Callable[[int, int], Mapping[str, np.ndarray]]:
+    def refuse(start: int, stop: int) -> Mapping[str, np.ndarray]:
+        raise StoreError(f"{name}[{start}:{stop}] is not stored")
+
+    return refuse
 
 
 def _rows(arrays: Mapping[str, np.ndarray]) -> int:

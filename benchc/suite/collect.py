@@ -7,6 +7,8 @@ session's lives in :class:`benchc.suite.session.SuiteSession`).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -120,18 +122,6 @@ def planned_conditions(items: list[pytest.Item], grid: list[str]) -> list[str]:
     return list(dict.fromkeys(planned))
 
 
-def check_model_inputs(state: SuiteSession) -> None:
-    """Prompt length against the model's context and its special tokens in the text: once the
-    model is loaded, before any case (``--lenient`` drops the samples instead)."""
-    from benchc.suite.inputs import check_for_model
-
-    try:
-        state._dataset = check_for_model(state.dataset, state.backend, lenient=state.cfg.lenient)
-    except ValueError as exc:
-        msg = f"--dataset {state.cfg.dataset!r} cannot be used with this model: {exc}"
-        raise LoadError(msg) from None
-
-
 def drop_skipped_sample_cases(
     config: pytest.Config, items: list[pytest.Item], state: SuiteSession
 ) -> None:
@@ -176,13 +166,57 @@ def _load(config: pytest.Config, items: list[pytest.Item], state: SuiteSession) 
     )
     if state.cfg.baseline is not None:  # named: checked before the model loads
         check_baseline(state, **check)
-    _ = state.backend
-    check_model_inputs(state)
-    if state.cfg.baseline is None:  # the model's own name: known once it loaded
-        check_baseline(state, **check)
-    drop_skipped_sample_cases(config, items, state)
-    if any("benchc_vsi_figure" in _params(i) for i in items):
-        _ = state.vsi_run  # the VSI gates' dataset: its errors come before any case too
+    with elsewhere(state, vsi=vsi) as fill:  # --executor=ray, --from-store: no local model
+        _ = state.backend
+        state.check_model_inputs()
+        if state.cfg.baseline is None:  # the model's own name: known once it loaded
+            check_baseline(state, **check)
+        drop_skipped_sample_cases(config, items, state)
+        if any("benchc_vsi_figure" in _params(i) for i in items):
+            _ = state.vsi_run  # the VSI gates' dataset: its errors come before any case too
+        fill(stored_entries(state, grid=check["grid"], vsi=vsi))
+
+
+def stored_entries(state: SuiteSession, *, grid: bool, vsi: bool) -> dict[str, list[str]]:
+    """The stored entries the selected cases read: run tag (``grid``, ``vsi``) -> names."""
+    from benchc import spec
+
+    out: dict[str, list[str]] = {}
+    if grid and state.planned_conditions:
+        out["grid"] = [spec.CLEAN, *state.planned_conditions]
+    if vsi:
+        out["vsi"] = [state.vsi_run.vsi_name]
+    return out
+
+
+@contextlib.contextmanager
+def elsewhere(state: SuiteSession, *, vsi: bool) -> Iterator[Callable[[dict], None]]:
+    """Where results computed elsewhere come in: a Ray cluster's actors load the model and
+    compute the missing chunks (:mod:`benchc.engine.ray`), or ``--from-store`` reads a finished
+    store (:mod:`benchc.engine.stored`); yields what fills or checks the entries the cases read.
+    A plain run yields a no-op."""
+    from benchc.engine import EngineError
+    from benchc.results import StoreError
+
+    cfg = state.cfg
+    try:
+        if cfg.from_store is not None:
+            from benchc.engine.stored import check_stored, open_store, vsi_dataset
+
+            open_store(state, [state.dataset, *([vsi_dataset(state)] if vsi else [])])
+            yield lambda entries: check_stored(state, entries)
+        elif cfg.executor == "ray":
+            from benchc.engine.ray import Cluster
+
+            if cfg.worker_id is not None:
+                raise LoadError("--executor=ray: the cluster's actors are the parallelism; drop -n")
+
+            with Cluster.start(state, vsi=vsi) as cluster:
+                yield cluster.fill
+        else:
+            yield lambda entries: None
+    except (StoreError, EngineError) as exc:
+        raise LoadError(str(exc)) from None
 
 
 def _check_outputs(config: pytest.Config, state: SuiteSession) -> None:

@@ -93,6 +93,13 @@ class SuiteConfig:
     wandb: str | None = _d("wandb")
     mlflow: str | None = _d("mlflow")
     push_to_hub: str | None = _d("push_to_hub")
+    #: Beyond one process (docs/guides/cluster.md): ``local`` or ``ray``, the Ray cluster, its
+    #: replicas and GPUs per replica (None: from the cluster); a finished store to gate on.
+    executor: str = _d("executor")
+    ray_address: str | None = _d("ray_address")
+    ray_actors: int | None = _d("ray_actors")
+    ray_gpus: int | None = _d("ray_gpus")
+    from_store: str | None = _d("from_store")
 
     @property
     def conditions(self) -> list[str]:

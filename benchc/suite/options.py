@@ -196,6 +196,26 @@ def _locator(value: Any, given: Mapping[str, Any], rootdir: Path) -> str:
     return value
 
 
+def _executor(text: str) -> str:
+    """``local`` or ``ray``; ``ray`` only where Ray is installed (one line naming the extra)."""
+    import importlib.util
+
+    if text not in ("local", "ray"):
+        raise ArgumentTypeError(f"must be one of local, ray, got {text!r}")
+    if text == "ray" and importlib.util.find_spec("ray") is None:
+        raise ArgumentTypeError('ray needs Ray installed: pip install "benchc[ray]"')
+    return text
+
+
+def _store_location(value: Any, given: Mapping[str, Any], rootdir: Path) -> str | None:
+    """A URL stays as is; a folder becomes absolute. Not with --executor=ray (that computes)."""
+    if not value:
+        return None
+    if given["executor"] != "local":
+        raise ConfigError("--from-store computes nothing: it cannot go with --executor=ray")
+    return str(value) if "://" in str(value) else str(_path(value, given, rootdir))
+
+
 @dataclass(frozen=True)
 class Option:
     """One command-line option and the ``SuiteConfig`` field it fills (dest ``benchc_<field>``)."""
@@ -539,6 +559,50 @@ OPTIONS: tuple[Option, ...] = (
         "upload report, report.json, snapshots and a dataset card to this Hugging Face "
         "dataset repo (benchc[hub]; token from HF_TOKEN)",
         metavar="REPO",
+    ),
+    # -- beyond one process (docs/guides/cluster.md) -------------------------------------------
+    Option(
+        "--executor",
+        "executor",
+        "where the missing chunks are computed: local (this process, or its xdist workers) or "
+        'ray (actors of a Ray cluster, one per model replica; pip install "benchc[ray]") '
+        "(default %(default)s)",
+        default="local",
+        type=_executor,
+        metavar="{local,ray}",
+    ),
+    Option(
+        "--ray-address",
+        "ray_address",
+        "the Ray cluster of --executor=ray (default $RAY_ADDRESS, else a local one started "
+        "for the run)",
+        metavar="ADDRESS",
+        env="RAY_ADDRESS",
+    ),
+    Option(
+        "--ray-actors",
+        "ray_actors",
+        "model replicas of --executor=ray (default: one per --ray-gpus GPUs the cluster holds, "
+        "else its CPUs minus one, left free for retries)",
+        type=_number(int, lambda n: n < 1, "must be >= 1"),
+        metavar="N",
+    ),
+    Option(
+        "--ray-gpus",
+        "ray_gpus",
+        "GPUs per model replica under --executor=ray, packed on one node (with "
+        "--model-args=device_map=auto beyond 1; default 1 when the cluster has GPUs, else 0)",
+        type=_number(int, lambda n: n < 0, "must be >= 0"),
+        metavar="K",
+    ),
+    Option(
+        "--from-store",
+        "from_store",
+        "gate on the results in this store (a folder, or an fsspec URL: s3://, gs://, file://) "
+        "computed elsewhere: no model is loaded and nothing is computed; missing chunks are "
+        "listed in one error",
+        metavar="URL_OR_DIR",
+        finish=_store_location,
     ),
     # no knob: "" converts to {} (argparse converts a string default like a given value)
     Option("--benchc-degrade", "degrade", "", default="", type=parse_degrade, hidden=True),

@@ -15,6 +15,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -45,9 +46,13 @@ from benchc.models.pipeline import ChunkId, Lookahead
 from benchc.provenance import environment, numeric_versions
 from benchc.results import ResultStore, RunKey, StoreError
 from benchc.results.reader import SAMPLES, VSI, stack_conditions
-from benchc.results.store import StoreRepairWarning
+from benchc.results.store import StoreRepairWarning, chunk_bounds
 from benchc.suite.config import SuiteConfig
 from benchc.suite.share import SHARE_WAIT_S, compute_shared
+
+#: What the manifest says about the model and how it ran, kept when it is rewritten.
+MANIFEST_KEPT = ("model_spec", "dataset_spec", "environment", "capabilities", "created",
+                 "command_line", "benchc_commit", "model_revision")  # fmt: skip
 
 
 class SuiteRun:
@@ -60,7 +65,14 @@ class SuiteRun:
         backend: Backend,
         *,
         corruption_workers: int = 1,
+        key: RunKey | None = None,
+        device_class: str | None = None,
+        record: bool = True,
     ) -> None:
+        """``key``: the run key to read and write under instead of this process's own (a Ray
+        driver takes its actors', ``--from-store`` the stored one); ``device_class``: enters the
+        key of a distributed run (:mod:`benchc.engine.devices`); ``record``: write the sample
+        table and manifest (an actor does not: the driver is the store's only writer)."""
         self.cfg = cfg
         self.dataset = dataset
         self.backend = backend
@@ -70,7 +82,7 @@ class SuiteRun:
         self.chunk_rows = 4 * self.batch_size
         self.corruption_workers = corruption_workers
         self.cache = CorruptionCache(cfg.cache_dir or default_cache_root())
-        self.key = RunKey(
+        own = RunKey(
             model_fingerprint=backend.fingerprint,
             dataset_fingerprint=dataset.fingerprint,
             settings={
@@ -81,10 +93,17 @@ class SuiteRun:
                 "imagecorruptions": library_version(),
                 "prompt": spec.PROMPT_VERSION,
                 **numeric_versions(),  # a torch or transformers upgrade recomputes
+                **({"device_class": device_class} if device_class else {}),
             },
             model_name=backend.name,
             dataset_name=dataset.name,
         )
+        self.key = own if key is None else key
+        if self.key.settings.get("batch_size") != self.batch_size:
+            raise StoreError(
+                f"run key {self.key.dirname()} was computed at batch size "
+                f"{self.key.settings.get('batch_size')}, this run's is {self.batch_size}"
+            )
         self.store = ResultStore(cfg.results_dir, self.key, lock_timeout=cfg.lock_timeout)
         self.locator = resolve_locator(cfg.region_locator)
         #: The VSI arrays depend on the locator, the cells do not: only VSI's stored name has it.
@@ -108,7 +127,8 @@ class SuiteRun:
         index, count = xdist_workers()
         self.share_as = (index or 0, count)
         self._progress: Any = None
-        self._write_samples()
+        if record:
+            self._write_samples()
 
     # -- bookkeeping ------------------------------------------------------------------------
     def _write_samples(self) -> None:
@@ -135,7 +155,8 @@ class SuiteRun:
                 {"model_spec": self.cfg.model, "dataset_spec": self.cfg.dataset,
                  "environment": environment(self.backend), "created": now["date"],
                  "command_line": now["command_line"], "benchc_commit": git_commit(),
-                 "model_revision": self.cfg.revision}
+                 "model_revision": self.cfg.revision,
+                 "capabilities": asdict(self.backend.capabilities)}
             )  # fmt: skip
 
     def note_access(self) -> None:
@@ -146,9 +167,7 @@ class SuiteRun:
         access = self.backend.capabilities.option_distribution
         meta = self.store.manifest()
         if meta.get("option_access") != access:
-            keys = ("model_spec", "dataset_spec", "environment", "created", "command_line",
-                    "benchc_commit", "model_revision")  # fmt: skip
-            kept = {k: meta[k] for k in keys if k in meta}
+            kept = {k: meta[k] for k in MANIFEST_KEPT if k in meta}
             self.store.write_manifest({**kept, "option_access": access})
 
     @property
@@ -209,20 +228,8 @@ class SuiteRun:
         spec.parse_condition(key)  # clear error for a bad key
 
         def compute(start: int, stop: int) -> dict[str, np.ndarray]:
-            chunk = self.lookahead.take(
-                (key, start, stop), self._builder(key, start, stop), ahead=self.pipelined
-            )
-            if self.pipelined:
-                self._schedule_after((key, start, stop))
-            began = time.perf_counter()
-            out = chunk.run(self.backend, progress=self.progress)
-            self.scoring_s += time.perf_counter() - began
-            self.scored_queries += stop - start
             scored.append(stop - start)
-            logits = np.full((stop - start, self.k_max), np.nan, dtype=np.float32)
-            width = out.option_logits.shape[1]
-            logits[:, :width] = out.option_logits
-            return {"option_logits": logits, "option_mass": out.option_mass.astype(np.float32)}
+            return self.compute_chunk(key, start, stop)
 
         scored: list[int] = []
         ok = False
@@ -239,6 +246,34 @@ class SuiteRun:
                 self.lookahead.discard(keep=lambda ident: ident[0] != key)
             else:
                 self.lookahead.discard()
+
+    def compute_chunk(self, name: str, start: int, stop: int) -> dict[str, np.ndarray]:
+        """The unit of work: rows ``start:stop`` of stored entry ``name`` (a condition, or
+        :attr:`vsi_name`), exactly as stored. Every executor calls this one function -- this
+        process's own loop, an xdist worker, a Ray actor (:mod:`benchc.engine.ray`) -- so a
+        chunk's bytes do not depend on who computed it."""
+        if name == self.vsi_name:
+            from benchc.suite.vsi import compute_vsi_batch
+
+            return compute_vsi_batch(self, start, stop)
+        spec.parse_condition(name)
+        chunk = self.lookahead.take(
+            (name, start, stop), self._builder(name, start, stop), ahead=self.pipelined
+        )
+        if self.pipelined:
+            self._schedule_after((name, start, stop))
+        began = time.perf_counter()
+        out = chunk.run(self.backend, progress=self.progress)
+        self.scoring_s += time.perf_counter() - began
+        self.scored_queries += stop - start
+        logits = np.full((stop - start, self.k_max), np.nan, dtype=np.float32)
+        width = out.option_logits.shape[1]
+        logits[:, :width] = out.option_logits
+        return {"option_logits": logits, "option_mass": out.option_mass.astype(np.float32)}
+
+    def chunks(self, name: str) -> list[tuple[int, int]]:
+        """Entry ``name``'s chunks as ``(start, stop)`` rows: the store's unit of resumption."""
+        return chunk_bounds(len(self.dataset), self.chunk_rows)
 
     def get_or_compute(
         self, name: str, compute: Callable[[int, int], dict[str, np.ndarray]]

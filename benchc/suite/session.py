@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the heavy stack is imported on first use, not when pytest l
     from benchc.data.sample import Dataset
     from benchc.gates.baselines import BaselineRef
     from benchc.models.base import Backend
+    from benchc.results import RunKey
     from benchc.suite.run import SuiteRun
 
 
@@ -131,8 +132,8 @@ def check_model_source(cfg: SuiteConfig) -> None:
     Used by the xdist controller, which never loads the model itself: a typo must be one usage
     error there, not a crash in every worker. Non-HF schemes (``openai:...``) are not checked.
     """
-    if ":" in cfg.model and not Path(cfg.model).exists():
-        return
+    if cfg.from_store is not None or (":" in cfg.model and not Path(cfg.model).exists()):
+        return  # --from-store loads no model: the CI job gating on it may not have one
     from benchc.models.source import resolve_source
 
     try:
@@ -155,6 +156,26 @@ class SuiteSession:
     _baseline: BaselineRef | None = None
     #: Conditions the selected cases need, in run order (set after collection).
     planned_conditions: list[str] = field(default_factory=list)
+    #: Run keys computed elsewhere, by dataset fingerprint (a Ray driver's actors', or
+    #: ``--from-store``'s manifests): the runs read and write under them.
+    run_keys: dict[str, RunKey] = field(default_factory=dict)
+    #: Enters the run key of a distributed run (:mod:`benchc.engine.devices`).
+    device_class: str | None = None
+    #: Whether the runs write their sample table and manifest (an actor, --from-store: no).
+    record: bool = True
+
+    def _run_of(self, cfg: SuiteConfig, dataset: Dataset) -> SuiteRun:
+        from benchc.suite.run import SuiteRun, default_corruption_workers
+
+        return SuiteRun(
+            cfg,
+            dataset,
+            self.backend,
+            corruption_workers=default_corruption_workers(self.cfg.worker_id),
+            key=self.run_keys.get(dataset.fingerprint),
+            device_class=self.device_class,
+            record=self.record,
+        )
 
     @property
     def dataset(self) -> Dataset:
@@ -168,17 +189,21 @@ class SuiteSession:
             self._backend = open_backend(self.cfg)
         return self._backend
 
+    def check_model_inputs(self) -> None:
+        """Prompt length against the model's context and its special tokens in the text: once
+        the model is loaded, before any case (``--lenient`` drops the samples instead)."""
+        from benchc.suite.inputs import check_for_model
+
+        try:
+            self._dataset = check_for_model(self.dataset, self.backend, lenient=self.cfg.lenient)
+        except ValueError as exc:
+            msg = f"--dataset {self.cfg.dataset!r} cannot be used with this model: {exc}"
+            raise LoadError(msg) from None
+
     @property
     def run(self) -> SuiteRun:
         if self._run is None:
-            from benchc.suite.run import SuiteRun, default_corruption_workers
-
-            self._run = SuiteRun(
-                self.cfg,
-                self.dataset,
-                self.backend,
-                corruption_workers=default_corruption_workers(self.cfg.worker_id),
-            )
+            self._run = self._run_of(self.cfg, self.dataset)
         return self._run
 
     @property
@@ -192,7 +217,6 @@ class SuiteSession:
                 self._vsi_run = self.run
             else:
                 from benchc.suite.inputs import check_for_model
-                from benchc.suite.run import SuiteRun, default_corruption_workers
 
                 try:
                     dataset = check_for_model(
@@ -202,12 +226,7 @@ class SuiteSession:
                     raise LoadError(
                         f"VSI dataset {vsi_cfg.dataset!r} cannot be used with this model: {exc}"
                     ) from None
-                self._vsi_run = SuiteRun(
-                    vsi_cfg,
-                    dataset,
-                    self.backend,
-                    corruption_workers=default_corruption_workers(self.cfg.worker_id),
-                )
+                self._vsi_run = self._run_of(vsi_cfg, dataset)
         return self._vsi_run
 
     @property

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 import sklearn
@@ -18,23 +18,41 @@ import sklearn
 from benchc import spec
 from benchc.gates.evidence import VSIEvidence, vsi_values
 from benchc.metrics.vsi import vsi_aligned, vsi_full, vsi_topk
-from benchc.models.base import BatchOutput, Query
+from benchc.models.base import Backend, BatchOutput, Query
 from benchc.models.collate import concat_outputs, score, take_rows
 
-if TYPE_CHECKING:
-    from benchc.suite.run import SuiteRun
+
+class VSIRun(Protocol):
+    """What the VSI chunk reads of its run: :class:`benchc.suite.run.SuiteRun`, whose one chunk
+    function (``compute_chunk``) calls :func:`compute_vsi_batch` (a protocol, not an import of
+    the run's module: the two would import each other)."""
+
+    backend: Backend
+    batch_size: int
+    k_max: int
+    vsi_name: str
+
+    def vsi_inputs(self, start: int, stop: int) -> Any: ...
+
+    def _queries(self, images: Any, start: int, encoded: Any = None) -> list[Query]: ...
+
+    def get_or_compute(self, name: str, compute: Any) -> dict[str, np.ndarray]: ...
+
+    def compute_chunk(self, name: str, start: int, stop: int) -> dict[str, np.ndarray]: ...
+
+    def drop_vsi_ahead(self) -> None: ...
 
 
 class VSIUnavailable(RuntimeError):
     """The backend exposes no next-token distribution or no vision tower."""
 
 
-def vsi_arrays(run: SuiteRun) -> dict[str, np.ndarray]:
+def vsi_arrays(run: VSIRun) -> dict[str, np.ndarray]:
     """Per-sample VSI arrays of ``run``'s dataset (see :func:`compute_vsi_batch`), computed batch by
     batch through its results store under ``run.vsi_name``, so a killed run resumes."""
 
     def compute(start: int, stop: int) -> dict[str, np.ndarray]:
-        return compute_vsi_batch(run, start, stop)
+        return run.compute_chunk(run.vsi_name, start, stop)
 
     try:
         return run.get_or_compute(run.vsi_name, compute)
@@ -42,7 +60,7 @@ def vsi_arrays(run: SuiteRun) -> dict[str, np.ndarray]:
         run.drop_vsi_ahead()
 
 
-def compute_vsi_batch(run: SuiteRun, start: int, stop: int) -> dict[str, np.ndarray]:
+def compute_vsi_batch(run: VSIRun, start: int, stop: int) -> dict[str, np.ndarray]:
     """Rows ``start:stop`` of the VSI arrays, from three passes over the same samples: clean,
     region-blurred and whole-image-blurred (docs/spec.md §5).
 

@@ -47,6 +47,8 @@ class Quirks:
     400 that names nothing). ``greedy_only``: temperature is ignored, every reply is the argmax
     (a server applying ``do_sample: false`` or ``top_k: 1`` from a checkpoint's defaults).
     ``throttle``: the first ``throttle`` requests get 429 with ``Retry-After: retry_after``.
+    ``unavailable``: the first ``unavailable`` requests get 503 (a replica still loading, or
+    overloaded, in a fleet).
     """
 
     logprobs: bool = True
@@ -56,6 +58,7 @@ class Quirks:
     greedy_only: bool = False
     throttle: int = 0
     retry_after: str = "0"
+    unavailable: int = 0
 
 
 class HTTPError(ValueError):
@@ -151,6 +154,8 @@ class ChatServer(ThreadingHTTPServer):
             throttled = self.requests_seen <= self.quirks.throttle
         if throttled:
             raise HTTPError(429, "rate limited", {"Retry-After": self.quirks.retry_after})
+        if self.requests_seen <= self.quirks.unavailable:
+            raise HTTPError(503, "service unavailable")
         rejected = sorted(set(body) & self.quirks.reject)
         if rejected and self.quirks.opaque_errors:
             raise HTTPError(400, "invalid request")
@@ -289,6 +294,7 @@ def build_server(argv: list[str] | None = None) -> ChatServer:
     parser.add_argument("--max-n", type=int, default=None, help="choices per request at most")
     parser.add_argument("--reject", default="", help="comma-separated fields answered with 422")
     parser.add_argument("--greedy-only", action="store_true", help="ignore temperature")
+    parser.add_argument("--unavailable", type=int, default=0, help="answer 503 to the first N")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     quirks = Quirks(
@@ -296,6 +302,7 @@ def build_server(argv: list[str] | None = None) -> ChatServer:
         max_n=args.max_n,
         reject=frozenset(f for f in args.reject.split(",") if f),
         greedy_only=args.greedy_only,
+        unavailable=args.unavailable,
     )
     backend = HFBackend(args.model, batch_size=1)
     return ChatServer(backend, args.host, args.port, args.seed, quirks)

@@ -25,7 +25,7 @@ def _first_retry_delays(seed: int, monkeypatch: pytest.MonkeyPatch) -> list[floa
     delays: list[float] = []
     guard = threading.Lock()
 
-    def send(body, what, attempt):
+    def send(body, what, attempt, first=0):
         with guard:
             me = threading.current_thread().name  # unique per thread (idents are reused)
             if me in answered:

@@ -19,7 +19,7 @@ else:  # Python 3.10: the backport, where installed
 #: Used by the tests only: in the dev extra, never imported by a shipped module.
 TEST_ONLY = ("hypothesis",)
 #: Optional libraries (extras): never imported when a shipped module is imported.
-OPTIONAL = ("wandb", "mlflow", "huggingface_hub", "datasets")
+OPTIONAL = ("wandb", "mlflow", "huggingface_hub", "datasets", "ray", "fsspec")
 
 
 def _pyproject() -> dict:

@@ -119,7 +119,22 @@ def test_collator_restore_checks_count_and_concat_checks_fields() -> None:
         c.restore([])
     a = BatchOutput(np.zeros((1, 2), np.float32), np.ones(1, np.float32))
     b = BatchOutput(
-        np.zeros((1, 2), np.float32), np.ones(1, np.float32), n_unparsed=np.zeros(1, np.int64)
+        np.zeros((1, 2), np.float32), np.ones(1, np.float32), top_ids=np.zeros((1, 3), np.int64)
     )
-    with pytest.raises(ValueError, match="n_unparsed"):
+    with pytest.raises(ValueError, match="top_ids"):
         concat_outputs([a, b])
+
+
+def test_concat_pads_a_batch_that_sampled_no_query():
+    """The openai backend sets letter counts only in batches with a sampled query; a chunk of
+    several batches (the suite's) still concatenates: -1 counts, 0 unparsed elsewhere."""
+    logits = np.zeros((2, 4), np.float32)
+    plain = BatchOutput(logits, np.ones(2, np.float32))
+    sampled = BatchOutput(
+        logits[:1], np.ones(1, np.float32), letter_counts=np.array([[1, 2, 0, 0]]),
+        n_unparsed=np.array([3]),
+    )  # fmt: skip
+    out = concat_outputs([plain, sampled])
+    np.testing.assert_array_equal(out.letter_counts, [[-1] * 4, [-1] * 4, [1, 2, 0, 0]])
+    np.testing.assert_array_equal(out.n_unparsed, [0, 0, 3])
+    assert concat_outputs([plain, plain]).letter_counts is None

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchc import spec
-from benchc.suite.config import SuiteConfig
+from benchc.suite.config import ConfigError, SuiteConfig
 from benchc.suite.options import OPTIONS, add_options, default_of
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -52,6 +52,11 @@ EXAMPLES = {
     "--wandb": ("proj", "proj"),
     "--mlflow": ("exp", "exp"),
     "--push-to-hub": ("org/reports", "org/reports"),
+    "--executor": ("ray", "ray"),
+    "--ray-address": ("ray://head:10001", "ray://head:10001"),
+    "--ray-actors": ("4", 4),
+    "--ray-gpus": ("2", 2),
+    "--from-store": ("s3://bucket/benchc", "s3://bucket/benchc"),
     "--baseline": ("release-1", "release-1"),
     "--limit": ("8", 8),
     "--benchc-degrade": ("damp=0.3", {"damp": 0.3}),
@@ -125,7 +130,11 @@ def test_environment_variables_are_the_ones_read():
     from benchc.results.lock import LOCK_TIMEOUT_ENV
 
     envs = {opt.flag: opt.env for opt in OPTIONS if opt.env}
-    assert envs == {"--cache-dir": CACHE_ENV, "--lock-timeout": LOCK_TIMEOUT_ENV}
+    assert envs == {
+        "--cache-dir": CACHE_ENV,
+        "--lock-timeout": LOCK_TIMEOUT_ENV,
+        "--ray-address": "RAY_ADDRESS",  # read by ray.init itself
+    }
     for opt in OPTIONS:
         if opt.env:
             assert f"${opt.env}" in opt.help
@@ -138,12 +147,36 @@ def test_environment_variables_are_the_ones_read():
         (["--image-size=x"], "argument --image-size: invalid int value: 'x'"),
         (["--corruptions=fgo"], "argument --corruptions: unknown corruption or family 'fgo'"),
         (["--severities=6"], "argument --severities: 6 is outside 1..5"),
+        (["--executor=dask"], "argument --executor: must be one of local, ray, got 'dask'"),
     ],
 )
 def test_bad_values_fail_at_parse_time(args, says):
     with pytest.raises(argparse.ArgumentError) as info:
         _parser().parse_args(args)
     assert str(info.value).startswith(says)
+
+
+def test_executor_ray_without_ray_names_the_extra(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a)
+    )
+    with pytest.raises(argparse.ArgumentError) as info:
+        _parser().parse_args(["--executor=ray"])
+    says = 'argument --executor: ray needs Ray installed: pip install "benchc[ray]"'
+    assert str(info.value) == says
+
+
+def test_from_store_computes_nothing_so_not_with_the_ray_executor(tmp_path):
+    args = vars(_parser().parse_args(["--from-store=store", "--executor=ray"]))
+    with pytest.raises(ConfigError, match="--from-store computes nothing: it cannot go with"):
+        SuiteConfig.from_options(args.get, rootdir=tmp_path)
+    args = vars(_parser().parse_args(["--from-store=store"]))
+    assert SuiteConfig.from_options(args.get, rootdir=tmp_path).from_store == str(
+        tmp_path / "store"
+    )
 
 
 def test_help_is_the_declared_one():
