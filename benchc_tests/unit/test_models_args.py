@@ -17,7 +17,7 @@ OPENAI = "openai:m@http://127.0.0.1:9/v1"
 def test_parse_types_each_key() -> None:
     args = parse_model_args(
         "device_map=auto, attn_implementation=sdpa,torch_dtype=bfloat16,max_pixels=401408,"
-        "low_cpu_mem_usage=true,quantization=bnb-4bit",
+        "quantization=bnb-4bit",
         HF,
     )
     assert args == {
@@ -25,7 +25,6 @@ def test_parse_types_each_key() -> None:
         "attn_implementation": "sdpa",
         "torch_dtype": "bfloat16",
         "max_pixels": 401408,
-        "low_cpu_mem_usage": True,
         "quantization": "bnb-4bit",
     }
     assert parse_model_args("concurrency=8,rate_limit=2.5,logprobs=false", OPENAI) == {
