@@ -64,7 +64,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept])
         items[:] = keep
     config.stash[WARMUP] = None
-    if warmup.wanted(config, items):
+    if warmup.wanted(items, **warmup.facts(config)):
         items[:] = warmup.suite_last(items)
         config.stash[WARMUP] = ()
 

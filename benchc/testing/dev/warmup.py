@@ -42,19 +42,29 @@ class Plan:
     vsi: bool
 
 
-def wanted(config: pytest.Config, items: Sequence[pytest.Item]) -> bool:
-    """Whether this run gets a warm-up process: the suite's cases mixed with other tests, one
-    process (no xdist), no recording, not ``--collect-only``, not turned off."""
-    from benchc.suite import collect, xdist
+def wanted(
+    items: Sequence[pytest.Item], *, collect_only: bool, update: bool, parallel: bool
+) -> bool:
+    """Whether a run gets a warm-up process: the suite's cases mixed with other tests, in one
+    process (``parallel``: xdist), not recording (``update``), not ``--collect-only``, and not
+    turned off by ``BENCHC_WARMUP=0``."""
+    from benchc.suite.collect import is_suite_item
 
-    if os.environ.get(WARMUP_ENV, "1") == "0" or config.option.collectonly:
+    if os.environ.get(WARMUP_ENV, "1") == "0" or collect_only or update or parallel:
         return False
-    if config.getoption("update_snapshots", False):
-        return False
-    if xdist.worker_id(config) is not None or xdist.worker_count(config) > 0:
-        return False
-    suite = sum(1 for i in items if collect.is_suite_item(i))
+    suite = sum(1 for i in items if is_suite_item(i))
     return 0 < suite < len(items)
+
+
+def facts(config: pytest.Config) -> dict[str, bool]:
+    """:func:`wanted`'s keyword arguments for a pytest run's ``config``."""
+    from benchc.suite import xdist
+
+    return {
+        "collect_only": bool(config.option.collectonly),
+        "update": bool(config.getoption("update_snapshots", False)),
+        "parallel": xdist.worker_id(config) is not None or xdist.worker_count(config) > 0,
+    }
 
 
 def suite_last(items: Sequence[pytest.Item]) -> list[pytest.Item]:
