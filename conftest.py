@@ -9,9 +9,12 @@ None of this belongs to the plugin: installed into another project, benchc chang
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 from hypothesis import settings
+
+from benchc.testing.dev import warmup
 
 pytest_plugins = ["benchc.plugin", "pytester"]  # pytester: tests of the plugin's own help text
 
@@ -34,6 +37,8 @@ OPT_IN_MARKERS = {
     "--from-store, server replicas); run with -m cluster",
     "power": "MDR power tests (simulated regressions over seeds, ~45 s); run with -m power",
 }
+#: The suite's warm-up process of this run: None (none), () (wanted), (process, log).
+WARMUP = pytest.StashKey[tuple]()
 
 
 # ``ci``: modest, deterministic, no deadline (shared CI cores are slow and noisy); ``dev``: many
@@ -51,13 +56,34 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Deselect opt-in tests (architecture matrix, packaging, browser) unless ``-m`` names
-    their marker."""
+    their marker; in a run mixing the suite with other tests, the suite's cases go last (a
+    warm-up process computes them meanwhile: :mod:`benchc.testing.dev.warmup`)."""
     expr = config.getoption("markexpr", "") or ""
     skip = [m for m in OPT_IN_MARKERS if m not in expr]
-    if not skip:
-        return
     keep = [i for i in items if not any(i.get_closest_marker(m) for m in skip)]
     if len(keep) < len(items):
         kept = {id(i) for i in keep}
         config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept])
         items[:] = keep
+    config.stash[WARMUP] = None
+    if warmup.wanted(items, **warmup.facts(config)):
+        items[:] = warmup.suite_last(items)
+        config.stash[WARMUP] = ()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the suite's warm-up process once the plugin has loaded the model (its hook runs
+    first)."""
+    config = session.config
+    if config.stash.get(WARMUP, None) is not None:
+        plan = warmup.plan_of(config, session.items)
+        config.stash[WARMUP] = warmup.start(plan) if plan is not None else None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    started = session.config.stash.get(WARMUP, None)
+    if started:
+        session.config.stash[WARMUP] = None
+        note = warmup.finish(*started)
+        if note:
+            print(f"\nWARNING: {note}", file=sys.stderr)

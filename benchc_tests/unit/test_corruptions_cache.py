@@ -361,6 +361,19 @@ def test_pool_sizes_1_and_2_give_identical_pixels(tmp_path, fresh_pools):
     assert all(one[k].tobytes() == two[k].tobytes() for k in one)
 
 
+def test_a_pool_fills_the_cache_with_the_bytes_a_serial_fill_writes(tmp_path, fresh_pools):
+    """The cold cache is filled across the cores (the default run's warm-up process, a plain
+    run's prefetch): every entry is byte-for-byte the file one process writes alone."""
+    conditions = [CLEAN, *all_conditions()[1::4]]
+    serial, pooled = CorruptionCache(tmp_path / "serial"), CorruptionCache(tmp_path / "pooled")
+    n = prefill(images(), conditions, image_size=48, seed=0, cache=serial, workers=1)
+    assert prefill(images(), conditions, image_size=48, seed=0, cache=pooled, workers=2) == n
+    assert n == 3 * (len(conditions) - 1)
+    one, two = all_files(serial.root), all_files(pooled.root)
+    assert [p.relative_to(serial.root) for p in one] == [p.relative_to(pooled.root) for p in two]
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(one, two, strict=True))
+
+
 def test_prefill_computes_only_misses_and_feeds_materialize(tmp_path, monkeypatch):
     cache = CorruptionCache(tmp_path)
     conditions = [CLEAN, "frost-2", "motion_blur-4"]
