@@ -24,8 +24,6 @@ import pytest
 from benchc.results.store import content_digest, load_npz
 from benchc.suite.config import DEFAULT_MODEL
 
-ray = pytest.importorskip("ray")
-
 pytestmark = pytest.mark.cluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,6 +35,8 @@ CHUNKS = 12
 
 @pytest.fixture(scope="module")
 def cluster_address() -> Iterator[str]:
+    import ray  # benchc[ray]: a -m cluster run without it fails here, loudly
+
     info = ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
     try:
         yield info.address_info["gcs_address"]
@@ -124,6 +124,8 @@ def test_two_actors_store_a_single_processs_bytes(single, distributed):
 def test_killed_actors_lose_no_chunk_and_change_no_byte(work, single, cluster_address):
     """One actor's process is SIGKILLed after its 2nd chunk, the other ``ray.kill``ed while
     it holds a leased chunk: both restart, the lost chunks are leased again (counted)."""
+    import ray
+
     from benchc.engine.ray import Cluster
     from benchc.suite.collect import stored_entries
     from benchc.suite.config import SuiteConfig

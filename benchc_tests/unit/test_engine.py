@@ -107,3 +107,28 @@ def test_a_store_url_is_read_through_fsspec(tmp_path):
     copy = ResultStore(local, key)
     np.testing.assert_array_equal(copy.load("clean")["x"], np.arange(3))
     assert copy.manifest_ok()
+
+
+def test_the_stored_run_is_picked_by_model_dataset_and_settings(tmp_path):
+    from types import SimpleNamespace
+
+    from benchc.engine.stored import pick_run
+    from benchc.results import StoreError
+    from benchc.suite.config import SuiteConfig
+
+    def run(model_fp: str, batch: int, spec: str) -> tuple[RunKey, dict]:
+        settings = {"seed": 0, "image_size": 448, "batch_size": batch}
+        return RunKey(model_fp, "data-fp", settings, "my-vlm", "testbed"), {"model_spec": spec}
+
+    dataset = SimpleNamespace(fingerprint="data-fp", name="testbed")
+    cfg = SuiteConfig(model="/ci/checkout/my-vlm", dataset="hub/set", image_size=448)
+    one = run("hf:a", 16, "/cluster/models/my-vlm")  # the same folder name, mounted elsewhere
+    assert pick_run([one], cfg, dataset, "s3://b") == one
+    with pytest.raises(StoreError, match=r"no run of --model '/ci/checkout/other'"):
+        pick_run([one], SuiteConfig(model="/ci/checkout/other", image_size=448), dataset, "x")
+    two = run("hf:a2", 8, "/cluster/models/my-vlm")
+    with pytest.raises(StoreError, match=r"several runs .* pass --batch-size"):
+        pick_run([one, two], cfg, dataset, "s3://b")
+    from dataclasses import replace
+
+    assert pick_run([one, two], replace(cfg, batch_size=8), dataset, "s3://b") == two
