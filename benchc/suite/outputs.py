@@ -11,8 +11,10 @@ code stands.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -66,6 +68,47 @@ def output_problem(cfg: SuiteConfig, *, update: bool) -> str | None:
     return None
 
 
+#: ``errno`` of a write refused by the device: full, over quota, over the file-size limit,
+#: mounted read-only.
+DEVICE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+def device_problem(cfg: SuiteConfig, exc: OSError, *, update: bool = False) -> str | None:
+    """One line for a write the device refused while computing (None: another error), naming
+    the option whose folder it was (or, when the error names no file, those it may be)."""
+    if exc.errno not in DEVICE_ERRNOS:
+        return None
+    why = exc.strerror or str(exc)
+    folders = outputs(cfg, update=update)
+    if exc.filename:
+        path = Path(os.fsdecode(exc.filename)).absolute()
+        hit = [(f, p) for f, p in folders if path.is_relative_to(Path(p).absolute())]
+        where = f"{hit[0][0]} {hit[0][1]}" if hit else str(path.parent)
+        what = str(path)
+    else:
+        where = " or ".join(f"{f} {p}" for f, p in folders[:2])
+        what = "the results"
+    return (
+        f"cannot write {what} ({why}): free space in {where} or name another folder, then "
+        "rerun; what was stored so far is kept and reused"
+    )
+
+
+@contextlib.contextmanager
+def stop_when_refused(cfg: SuiteConfig) -> Iterator[None]:
+    """Inside a case: a write the device refuses ends the session with :func:`device_problem`'s
+    one line (every later case would fail the same way, each with a traceback)."""
+    import pytest
+
+    try:
+        yield
+    except OSError as exc:
+        line = device_problem(cfg, exc)
+        if line is None:
+            raise
+        pytest.exit(f"benchc: {line}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
 def after_compute(
     what: str, folder: Path | str | None, action: Callable[[], T]
 ) -> tuple[T | None, str | None]:
@@ -79,4 +122,12 @@ def after_compute(
         return None, f"could not write {what}{where} ({reason})"
 
 
-__all__ = ["after_compute", "folder_problem", "output_problem", "outputs"]
+__all__ = [
+    "DEVICE_ERRNOS",
+    "after_compute",
+    "device_problem",
+    "folder_problem",
+    "output_problem",
+    "outputs",
+    "stop_when_refused",
+]

@@ -427,3 +427,53 @@ def test_a_subset_update_never_rewrites_a_larger_baseline(project):
     assert "(it is unusable: record all its cells)" in result.stdout.str()
     assert untouched() == before
     assert json.loads(ras.read_text())["info"]["conditions"] == ["fog-1", "fog-2"]
+
+
+# -- a device that refuses writes while computing: one line, the run stops --------------------
+def test_a_refused_write_is_one_line_naming_the_folders(tmp_path):
+    from benchc.suite.config import SuiteConfig
+    from benchc.suite.outputs import device_problem
+
+    cfg = SuiteConfig(results_dir=tmp_path / "res", cache_dir=tmp_path / "cache")
+    try:
+        with open("/dev/full", "wb") as full:  # a real device that is always full
+            full.write(b"x" * 65536)
+            full.flush()
+        pytest.skip("no /dev/full here")  # pragma: no cover (not Linux)
+    except OSError as exc:
+        refused = exc
+    line = device_problem(cfg, refused)
+    assert line == (
+        f"cannot write the results (No space left on device): free space in --results-dir "
+        f"{tmp_path / 'res'} or --cache-dir {tmp_path / 'cache'} or name another folder, then "
+        "rerun; what was stored so far is kept and reused"
+    )
+    named = OSError(refused.errno, refused.strerror, str(tmp_path / "res" / "m" / "x.npz"))
+    assert f"free space in --results-dir {tmp_path / 'res'} or" in device_problem(cfg, named)
+    assert device_problem(cfg, FileNotFoundError(2, "gone")) is None  # not the device's
+
+
+def test_a_full_results_disk_stops_the_run_with_one_line(project, tmp_path):
+    """--results-dir on a 16 KiB tmpfs: the first refused write ends the run with one line
+    (not a traceback per case). Mounting needs root; elsewhere there is no full disk to use."""
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(disk)],
+                             capture_output=True, check=False)  # fmt: skip
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        data = write_jsonl(project.path / "src")
+        before = hashes(data)
+        args = _args(project.path, data, f"--results-dir={disk / 'res'}", "--snapshot-update")
+        result = project.runpytest_inprocess(*args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        out = result.stdout.str() + result.stderr.str()
+        assert "Traceback" not in out and "FAILED" not in out
+        lines = [ln for ln in out.splitlines() if "No space left on device" in ln]
+        assert len(lines) == 1 and f"free space in --results-dir {disk / 'res'}" in lines[0]
+        assert hashes(data) == before
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
