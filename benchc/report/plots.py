@@ -53,8 +53,8 @@ def _plt():
 def _lift_suptitle(fig: Any) -> None:
     """Put the figure title above every panel's own title and labels: a fixed ``y`` overlaps
     them on a short figure (a small grid's heatmap, Fig. 5, Fig. 7)."""
-    title = fig._suptitle
-    if title is None or not fig.axes:
+    title = next((t for t in fig.texts if t.get_text() == fig.get_suptitle()), None)
+    if not fig.get_suptitle() or title is None or not fig.axes:
         return
     renderer = fig.canvas.get_renderer()
     top = max(ax.get_tightbbox(renderer).y1 for ax in fig.axes if ax.get_visible())

@@ -135,4 +135,4 @@ def test_serializer_refuses_other_data():
     ext = extension_for("t", "m", update=False)()
     with pytest.raises(TypeError, match="benchc Payloads"):
         ext.serialize({"ras": 1})
-    assert '"evidence"' in ext.serialize(_payload(0.1))
+    assert b'"evidence"' in ext.serialize(_payload(0.1))
