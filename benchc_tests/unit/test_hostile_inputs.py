@@ -168,6 +168,31 @@ def test_a_baseline_recorded_from_a_tsv_gates_the_same_samples_as_parquet(projec
     assert hashes(formats["photos.tsv"].parent) == before
 
 
+def test_a_baseline_an_older_benchc_recorded_on_the_same_samples_is_named_as_such(
+    project, formats, no_forward
+):
+    from benchc.data import load_dataset
+    from benchc.data.fingerprint import fingerprint
+
+    # the rule before benchc-data-2, checked against what this checkout's baseline was
+    # recorded with before its migration (git history of thresholds/tiny-vlm)
+    testbed = load_dataset(ROOT / "fixtures" / "testbed")
+    assert fingerprint(testbed.samples, legacy=True) == "f86af56f96d30804"
+    tsv = formats["photos.tsv"]
+    project.runpytest_inprocess(*_args(project.path, tsv, "--snapshot-update", "-k", "not vsi"))
+    old = fingerprint(load_dataset(tsv).samples, legacy=True)
+    new = load_dataset(tsv).fingerprint
+    for snap in (project.path / "thresholds" / "tiny-vlm").glob("*.json"):
+        snap.write_text(snap.read_text().replace(new, old))  # as an older benchc recorded it
+    before = hashes(project.path / "thresholds", tsv)
+    result = project.runpytest_inprocess(*_args(project.path, tsv, "-k", "not vsi"))
+    line, err = _usage_error(result), result.stderr.str()
+    assert "cannot be gated against baseline tiny-vlm" in line
+    assert "recorded on these same samples by an older benchc" in err
+    assert f"set dataset_fingerprint {old} to {new} in its snapshots" in err
+    assert hashes(project.path / "thresholds", tsv) == before
+
+
 def test_a_printed_fix_keeps_dataset_args(project, formats, no_forward):
     """Gated against a baseline of other samples: every command the refusal prints carries the
     column mapping, so run verbatim it does not fail on the columns."""
