@@ -65,6 +65,54 @@ def output_problem(cfg: SuiteConfig, *, update: bool) -> str | None:
         why = folder_problem(path)
         if why is not None:
             return f"{flag} {path}: cannot write there: {why}; name a folder this run can write"
+    if cfg.report is not None:
+        names = REPORT_FILES + ((SAMPLE_LOG,) if cfg.log_samples else ())
+        theirs = foreign_report_file(Path(cfg.report), names)
+        if theirs is not None:
+            return f"--report {cfg.report}: {theirs}; name a new folder or one benchc wrote"
+    return None
+
+
+#: The files a report folder gets, and the per-sample log (``--log-samples``).
+REPORT_FILES = ("report.html", "report.json")
+SAMPLE_LOG = "sample-log.jsonl"
+#: The schema each file names when benchc wrote it (``schema`` of report.json, of the log's
+#: first line, and the page's ``<meta name="generator">``).
+_SCHEMAS = {"report.html": "benchc-report/", "report.json": "benchc-report/",
+            SAMPLE_LOG: "benchc-samples/"}  # fmt: skip
+
+
+def _schema(path: Path) -> str:
+    """The schema a report file names ('' when none)."""
+    import json
+
+    if path.suffix == ".html":
+        with path.open("rb") as fh:
+            head = fh.read(4096).decode("utf-8", errors="replace")
+        mark = '<meta name="generator" content="'
+        return head.partition(mark)[2].partition('"')[0] if mark in head else ""
+    with path.open("rb") as fh:
+        text = fh.read() if path.suffix == ".json" else fh.readline()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return ""
+    return str(data.get("schema", "")) if isinstance(data, dict) else ""
+
+
+def foreign_report_file(folder: Path, names: tuple[str, ...] = REPORT_FILES) -> str | None:
+    """Which of ``names`` in ``folder`` benchc would overwrite though it did not write it (it
+    names no schema of benchc's); None when there is none."""
+    for name in names:
+        path = Path(folder) / name
+        if not path.is_file():
+            continue
+        try:
+            schema = _schema(path)
+        except OSError as exc:
+            return f"{path} cannot be read ({exc.strerror})"
+        if not schema.startswith(_SCHEMAS[name]):
+            return f"{path} exists and benchc did not write it (it would be overwritten)"
     return None
 
 
@@ -127,6 +175,7 @@ __all__ = [
     "after_compute",
     "device_problem",
     "folder_problem",
+    "foreign_report_file",
     "output_problem",
     "outputs",
     "stop_when_refused",

@@ -270,6 +270,31 @@ def test_an_unusable_output_folder_is_one_usage_error_before_any_forward(
     assert not (project.path / "results").exists()  # nothing was computed
 
 
+def test_a_report_folder_holding_files_benchc_did_not_write_is_refused_up_front(
+    project, no_forward, capsys
+):
+    data = write_jsonl(project.path / "src")
+    mine = project.path / "docs"
+    mine.mkdir()
+    (mine / "report.json").write_text('{"quarterly": "numbers"}')
+    (mine / "sample-log.jsonl").write_text('{"my": "log"}\n')
+    before = hashes(mine, data)
+    args = _args(project.path, data, f"--report={mine}", "--log-samples")
+    line = _usage_error(project.runpytest_inprocess(*args))
+    assert line == (
+        f"ERROR: benchc: --report {mine}: {mine / 'report.json'} exists and benchc did not "
+        "write it (it would be overwritten); name a new folder or one benchc wrote"
+    )
+    from benchc.cli import main
+
+    with pytest.raises(SystemExit) as usage:  # benchc report --out: the same rule
+        main(["report", str(project.path), "--out", str(mine)])
+    assert usage.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--out {mine}: cannot write there: {mine / 'report.json'} exists and benchc" in err
+    assert hashes(mine, data) == before
+
+
 def test_a_report_that_cannot_be_written_keeps_the_results_the_verdict_and_the_exit_code(
     project, capsys
 ):
