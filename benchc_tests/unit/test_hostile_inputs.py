@@ -528,3 +528,27 @@ def test_a_full_results_disk_stops_the_run_with_one_line(project, tmp_path):
         assert hashes(data) == before
     finally:
         subprocess.run(["umount", str(disk)], check=False)
+
+
+# -- benchc select --overwrite: only the files a selection wrote ------------------------------
+def test_select_overwrite_removes_only_what_a_selection_wrote(tmp_path):
+    from benchc.select.cli import _prepare_out
+
+    out = tmp_path / "testbed"
+    shutil.copytree(ROOT / "fixtures" / "testbed", out)  # a selection benchc wrote
+    (out / "NOTES.md").write_text("the user's notes")
+    (out / "images" / "extra.png").write_bytes(b"the user's image")
+    keep = hashes(out / "NOTES.md", out / "images" / "extra.png")
+    _prepare_out(out, overwrite=True)
+    assert hashes(out) == keep  # the selection's files went, the user's stayed
+    # a dataset folder of the same shape that no selection wrote is refused, untouched
+    mine = tmp_path / "mine"
+    write_jsonl(mine)
+    before = hashes(mine)
+    with pytest.raises(SystemExit) as refused:
+        _prepare_out(mine / "ds", overwrite=True)
+    assert str(refused.value) == (
+        f"--out {mine / 'ds'} exists and does not hold a selection benchc wrote (no "
+        "samples.jsonl with its selection_report.json); choose another folder"
+    )
+    assert hashes(mine) == before
