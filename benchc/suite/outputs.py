@@ -1,12 +1,14 @@
-"""Where a run writes, checked when pytest configures (before the first forward pass), and
+"""Where a run writes, checked once pytest has collected (before anything loads or computes), and
 what a write that fails after computing costs.
 
 An unusable ``--report`` (a file in the way, a read-only folder) used to surface as a traceback
 after the whole run was computed. :func:`output_problem` finds it up front: one usage error
-naming the option, the path and why. A write that still fails later (a full disk, a report
-that cannot be built, an exporter) is :func:`after_compute`'s one line naming the folder; the
-results stay in the store, the terminal summary still prints the verdict and the gates' exit
-code stands.
+naming the option, the path and why. A report folder holding a report file benchc did not
+write is refused the same way (:func:`foreign_report_file`). A device that refuses a write while
+the run computes ends it with one line (:func:`stop_when_refused`). A write that still fails
+after computing (a report that cannot be built, an exporter) is :func:`after_compute`'s one
+line naming the folder; the results stay in the store, the terminal summary still prints the
+verdict and the gates' exit code stands.
 """
 
 from __future__ import annotations
@@ -66,24 +68,29 @@ def output_problem(cfg: SuiteConfig, *, update: bool) -> str | None:
         if why is not None:
             return f"{flag} {path}: cannot write there: {why}; name a folder this run can write"
     if cfg.report is not None:
-        names = REPORT_FILES + ((SAMPLE_LOG,) if cfg.log_samples else ())
-        theirs = foreign_report_file(Path(cfg.report), names)
+        theirs = foreign_report_file(Path(cfg.report), log_samples=cfg.log_samples)
         if theirs is not None:
             return f"--report {cfg.report}: {theirs}; name a new folder or one benchc wrote"
     return None
 
 
-#: The files a report folder gets, and the per-sample log (``--log-samples``).
-REPORT_FILES = ("report.html", "report.json")
-SAMPLE_LOG = "sample-log.jsonl"
-#: The schema each file names when benchc wrote it (``schema`` of report.json, of the log's
-#: first line, and the page's ``<meta name="generator">``).
-_SCHEMAS = {"report.html": "benchc-report/", "report.json": "benchc-report/",
-            SAMPLE_LOG: "benchc-samples/"}  # fmt: skip
+def _report_schemas(log_samples: bool) -> dict[str, str]:
+    """The files a report folder gets (and the per-sample log), each with the start of the
+    schema it names when benchc wrote it."""
+    from benchc.report.data import SCHEMA
+    from benchc.report.write import HTML, JSON
+    from benchc.results import sample_log
+
+    family = SCHEMA.partition("/")[0] + "/"
+    out = {HTML: family, JSON: family}
+    if log_samples:
+        out[sample_log.SAMPLE_LOG] = sample_log.SCHEMA.partition("/")[0] + "/"
+    return out
 
 
 def _schema(path: Path) -> str:
-    """The schema a report file names ('' when none)."""
+    """The schema a report file names: ``schema`` of a JSON file or of a JSON-lines file's
+    first line, the page's ``<meta name="generator">`` ('' when none)."""
     import json
 
     if path.suffix == ".html":
@@ -100,10 +107,10 @@ def _schema(path: Path) -> str:
     return str(data.get("schema", "")) if isinstance(data, dict) else ""
 
 
-def foreign_report_file(folder: Path, names: tuple[str, ...] = REPORT_FILES) -> str | None:
-    """Which of ``names`` in ``folder`` benchc would overwrite though it did not write it (it
+def foreign_report_file(folder: Path, *, log_samples: bool = False) -> str | None:
+    """Which report file in ``folder`` benchc would overwrite though it did not write it (it
     names no schema of benchc's); None when there is none."""
-    for name in names:
+    for name, family in _report_schemas(log_samples).items():
         path = Path(folder) / name
         if not path.is_file():
             continue
@@ -111,7 +118,7 @@ def foreign_report_file(folder: Path, names: tuple[str, ...] = REPORT_FILES) -> 
             schema = _schema(path)
         except OSError as exc:
             return f"{path} cannot be read ({exc.strerror})"
-        if not schema.startswith(_SCHEMAS[name]):
+        if not schema.startswith(family):
             return f"{path} exists and benchc did not write it (it would be overwritten)"
     return None
 
