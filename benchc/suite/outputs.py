@@ -77,15 +77,16 @@ def output_problem(cfg: SuiteConfig, *, update: bool) -> str | None:
 def _report_schemas(log_samples: bool) -> dict[str, str]:
     """The files a report folder gets (and the per-sample log), each with the start of the
     schema it names when benchc wrote it."""
+    from benchc.export.bundle import REPORT_FILES
     from benchc.report.data import SCHEMA
-    from benchc.report.write import HTML, JSON
     from benchc.results import sample_log
 
-    family = SCHEMA.partition("/")[0] + "/"
-    out = {HTML: family, JSON: family}
-    if log_samples:
-        out[sample_log.SAMPLE_LOG] = sample_log.SCHEMA.partition("/")[0] + "/"
-    return out
+    families = {".html": SCHEMA, ".json": SCHEMA, ".jsonl": sample_log.SCHEMA}
+    return {
+        name: families[Path(name).suffix].partition("/")[0] + "/"
+        for name in REPORT_FILES
+        if log_samples or name != sample_log.SAMPLE_LOG
+    }
 
 
 def _schema(path: Path) -> str:
