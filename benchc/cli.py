@@ -37,9 +37,9 @@ def _runs_under(
 
 def _check_out(parser: argparse.ArgumentParser, out: Path) -> None:
     """``--out`` must be a folder this process can write (a usage error before any work)."""
-    from benchc.suite.outputs import folder_problem
+    from benchc.suite.outputs import folder_problem, foreign_report_file
 
-    why = folder_problem(out)
+    why = folder_problem(out) or foreign_report_file(out)
     if why is not None:
         parser.error(f"--out {out}: cannot write there: {why}")
 
@@ -80,8 +80,8 @@ def _report(argv: Sequence[str]) -> int:
         f"regression): warn (default) or fail (exit status {EXIT_INCONCLUSIVE})",
     )
     args = parser.parse_args(list(argv))
-    runs = _runs_under(parser, args.runs)
     _check_out(parser, args.out)
+    runs = _runs_under(parser, args.runs)
     failed = inconclusive = 0
     for run_dir, vsi_dir in runs:
         out = args.out if len(runs) == 1 else args.out / f"{run_dir.parent.name}-{run_dir.name}"

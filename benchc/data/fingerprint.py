@@ -18,8 +18,9 @@ import numpy as np
 
 from benchc.data.sample import Sample
 
-#: ``benchc-data-1`` also hashed every metadata key, so a TSV's file name changed it.
 FINGERPRINT_VERSION = "benchc-data-2"
+#: The previous rule: every metadata field was hashed, so a TSV's file name changed it.
+LEGACY_VERSION = "benchc-data-1"
 #: The metadata that is part of a sample's content: what the prompt shows (``hint``), what the
 #: report groups by (``category``, ``l2-category``) and the VSI region. Provenance (``source``,
 #: ``split``, a generator's ``seed``) is not; a missing value and an empty text are the same.
@@ -53,19 +54,22 @@ def _empty(value: Any) -> bool:
     return value is None or (isinstance(value, str) and value == "")
 
 
-def sample_digest(sample: Sample) -> str:
-    """sha256 of one sample's content."""
+def sample_digest(sample: Sample, *, legacy: bool = False) -> str:
+    """sha256 of one sample's content (``legacy``: under :data:`LEGACY_VERSION`'s rule, every
+    metadata field)."""
     h = hashlib.sha256()
-    meta = _canon(content_meta(sample.meta))
+    meta = _canon(dict(sample.meta) if legacy else content_meta(sample.meta))
     record = [sample.id, sample.question, list(sample.options), sample.answer, meta]
     h.update(json.dumps(record, sort_keys=True, ensure_ascii=False).encode("utf-8"))
     h.update(hashlib.sha256(sample.image_bytes).digest())
     return h.hexdigest()
 
 
-def fingerprint(samples: Iterable[Sample]) -> str:
-    """Order-sensitive content hash of a dataset (first 16 hex digits of a sha256)."""
-    h = hashlib.sha256(FINGERPRINT_VERSION.encode())
+def fingerprint(samples: Iterable[Sample], *, legacy: bool = False) -> str:
+    """Order-sensitive content hash of a dataset (first 16 hex digits of a sha256).
+    ``legacy``: the hash :data:`LEGACY_VERSION` gave, only to recognise a baseline recorded
+    under it (:mod:`benchc.suite.preflight`)."""
+    h = hashlib.sha256((LEGACY_VERSION if legacy else FINGERPRINT_VERSION).encode())
     for s in samples:
-        h.update(bytes.fromhex(sample_digest(s)))
+        h.update(bytes.fromhex(sample_digest(s, legacy=legacy)))
     return h.hexdigest()[:16]

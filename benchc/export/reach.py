@@ -57,8 +57,8 @@ def _connect(address: tuple[str, int], wait: float) -> str | None:
         try:
             socket.create_connection(address, timeout=wait).close()
             outcome.append(None)
-        except OSError as exc:
-            outcome.append(exc.strerror or type(exc).__name__)
+        except Exception as exc:  # any failure to connect is the answer, never a crash
+            outcome.append(getattr(exc, "strerror", None) or type(exc).__name__)
 
     worker = threading.Thread(target=attempt, daemon=True, name="benchc-export-reach")
     worker.start()

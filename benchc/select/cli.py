@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -101,14 +100,47 @@ def _pool(args: argparse.Namespace) -> tuple[Dataset, dict | None]:
 
 
 def _prepare_out(out: Path, *, overwrite: bool) -> None:
-    """Refuse to mix a new selection with old files; ``--overwrite`` removes an old selection."""
+    """Refuse to mix a new selection with old files; ``--overwrite`` removes an old selection:
+    only the files a selection writes (known by its ``selection_report.json``), never the rest
+    of the folder."""
+    from benchc.select.report import REPORT_JSON
+
     if not out.exists() or not any(out.iterdir()):
         return
-    if not (out / DEFAULT_JSONL).is_file():
-        raise SystemExit(f"--out {out} exists and does not hold a selection; choose another folder")
+    if not (out / DEFAULT_JSONL).is_file() or not (out / REPORT_JSON).is_file():
+        raise SystemExit(
+            f"--out {out} exists and does not hold a selection benchc wrote (no {DEFAULT_JSONL} "
+            f"with its {REPORT_JSON}); choose another folder"
+        )
     if not overwrite:
         raise SystemExit(f"--out {out} already holds a selection; pass --overwrite to replace it")
-    shutil.rmtree(out)
+    for path in selection_files(out):
+        path.unlink(missing_ok=True)
+    for sub in ("images", "masks"):
+        if (out / sub).is_dir() and not any((out / sub).iterdir()):
+            (out / sub).rmdir()
+
+
+def selection_files(out: Path) -> list[Path]:
+    """The files a selection wrote into ``out``: its samples, the image and mask files they
+    name inside ``out``, and its report, scores and predictions."""
+    from benchc.select.predict import PREDICTIONS_NPZ
+    from benchc.select.report import REPORT_JSON, REPORT_MD, SCORES_JSONL
+
+    files = [out / n for n in (DEFAULT_JSONL, REPORT_JSON, REPORT_MD, SCORES_JSONL,
+                               PREDICTIONS_NPZ)]  # fmt: skip
+    root = out.resolve()
+    for line in (out / DEFAULT_JSONL).read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        region = (rec.get("meta") or {}).get("region") if isinstance(rec, dict) else None
+        for rel in (rec.get("image") if isinstance(rec, dict) else None,
+                    region.get("mask") if isinstance(region, dict) else None):  # fmt: skip
+            if isinstance(rel, str) and (out / rel).resolve().is_relative_to(root):
+                files.append(out / rel)
+    return files
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -140,7 +140,15 @@ def prepare(
     """Load what the selected cases need, so that a model or dataset that cannot be used fails
     once, before any cell runs: a usage error, or in an xdist worker the message (returned)."""
     try:
-        _load(config, items, state)
+        try:
+            _load(config, items, state)
+        except OSError as exc:  # the results store's first writes (the sample table)
+            from benchc.suite.outputs import device_problem
+
+            line = device_problem(state.cfg, exc)
+            if line is None:
+                raise
+            raise LoadError(line) from None
     except LoadError as exc:
         if not worker:
             raise pytest.UsageError(f"benchc: {exc}") from None

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from benchc import provenance
+from benchc.data.fingerprint import LEGACY_VERSION
 from benchc.gates.baselines import BaselineRef, Recorded, is_baseline_folder, recorded
 from benchc.suite import messages
 from benchc.suite.config import SuiteConfig
@@ -60,13 +61,25 @@ def _source_problems(
     ``extra_fix``: settings that go with the recorded dataset (its ``--dataset-args``)."""
     out: list[Problem] = []
     extra_fix = extra_fix or {}
-    if recorded.get("dataset_fingerprint") not in (None, fp):
+    was = recorded.get("dataset_fingerprint")
+    if was not in (None, fp) and was == _legacy_fingerprint(cfg):
+        out.append(
+            (
+                flag,
+                f"{whose} was recorded on these same samples by an older benchc, whose dataset "
+                f"fingerprint ({LEGACY_VERSION}: {str(was)[:12]}) also hashed the file name; "
+                f"re-record it, or set dataset_fingerprint {was} to {fp} in its snapshots "
+                "(docs/guides/datasets.md)",
+                {key: UNKNOWN},
+            )
+        )
+    elif was not in (None, fp):
         out.append(
             (
                 flag,
                 f"{whose} was recorded on '{recorded.get('dataset')}'"
                 + (f" ({spec})" if spec else "")
-                + f", fingerprint {str(recorded['dataset_fingerprint'])[:12]}; this run's "
+                + f", fingerprint {str(was)[:12]}; this run's "
                 f"{cfg.dataset} has {fp[:12]}",
                 {key: spec or UNKNOWN, **extra_fix},
             )
@@ -81,6 +94,17 @@ def _source_problems(
             )
         )
     return out
+
+
+def _legacy_fingerprint(cfg: SuiteConfig) -> str | None:
+    """This side's whole dataset under :data:`LEGACY_VERSION` (asked only when the recorded
+    fingerprint differs, to tell an older benchc's baseline from other samples)."""
+    from benchc.data.fingerprint import fingerprint
+
+    try:
+        return fingerprint(open_dataset(replace(cfg, limit=None)).samples, legacy=True)
+    except LoadError:
+        return None
 
 
 def _grid_problems(cfg: SuiteConfig, fp: str, rec: Recorded) -> list[Problem]:

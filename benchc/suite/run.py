@@ -280,20 +280,23 @@ class SuiteRun:
     ) -> dict[str, np.ndarray]:
         """Entry ``name`` of the store, computed in chunks; under xdist together with the other
         workers that need it (:mod:`benchc.suite.share`) instead of waiting for one of them."""
+        from benchc.suite.outputs import stop_when_refused
+
         n = len(self.dataset)
         worker, workers = self.share_as
-        if workers > 1 and not self.store.has(name):
-            compute_shared(
-                self.store,
-                name,
-                n,
-                self.chunk_rows,
-                compute,
-                worker=worker,
-                workers=workers,
-                wait_s=self.cfg.lock_timeout or SHARE_WAIT_S,
-            )
-        return self.store.get_or_compute(name, n, self.chunk_rows, compute)
+        with stop_when_refused(self.cfg):  # a full disk: one line, not a traceback per case
+            if workers > 1 and not self.store.has(name):
+                compute_shared(
+                    self.store,
+                    name,
+                    n,
+                    self.chunk_rows,
+                    compute,
+                    worker=worker,
+                    workers=workers,
+                    wait_s=self.cfg.lock_timeout or SHARE_WAIT_S,
+                )
+            return self.store.get_or_compute(name, n, self.chunk_rows, compute)
 
     def _builder(self, key: str, start: int, stop: int):
         def build() -> tuple[list[Query], None]:

@@ -168,6 +168,31 @@ def test_a_baseline_recorded_from_a_tsv_gates_the_same_samples_as_parquet(projec
     assert hashes(formats["photos.tsv"].parent) == before
 
 
+def test_a_baseline_an_older_benchc_recorded_on_the_same_samples_is_named_as_such(
+    project, formats, no_forward
+):
+    from benchc.data import load_dataset
+    from benchc.data.fingerprint import fingerprint
+
+    # the rule before benchc-data-2, checked against what this checkout's baseline was
+    # recorded with before its migration (git history of thresholds/tiny-vlm)
+    testbed = load_dataset(ROOT / "fixtures" / "testbed")
+    assert fingerprint(testbed.samples, legacy=True) == "f86af56f96d30804"
+    tsv = formats["photos.tsv"]
+    project.runpytest_inprocess(*_args(project.path, tsv, "--snapshot-update", "-k", "not vsi"))
+    old = fingerprint(load_dataset(tsv).samples, legacy=True)
+    new = load_dataset(tsv).fingerprint
+    for snap in (project.path / "thresholds" / "tiny-vlm").glob("*.json"):
+        snap.write_text(snap.read_text().replace(new, old))  # as an older benchc recorded it
+    before = hashes(project.path / "thresholds", tsv)
+    result = project.runpytest_inprocess(*_args(project.path, tsv, "-k", "not vsi"))
+    line, err = _usage_error(result), result.stderr.str()
+    assert "cannot be gated against baseline tiny-vlm" in line
+    assert "recorded on these same samples by an older benchc" in err
+    assert f"set dataset_fingerprint {old} to {new} in its snapshots" in err
+    assert hashes(project.path / "thresholds", tsv) == before
+
+
 def test_a_printed_fix_keeps_dataset_args(project, formats, no_forward):
     """Gated against a baseline of other samples: every command the refusal prints carries the
     column mapping, so run verbatim it does not fail on the columns."""
@@ -243,6 +268,31 @@ def test_an_unusable_output_folder_is_one_usage_error_before_any_forward(
     assert f"{blocker} is a file" in line, line
     assert hashes(blocker, data) == before
     assert not (project.path / "results").exists()  # nothing was computed
+
+
+def test_a_report_folder_holding_files_benchc_did_not_write_is_refused_up_front(
+    project, no_forward, capsys
+):
+    data = write_jsonl(project.path / "src")
+    mine = project.path / "docs"
+    mine.mkdir()
+    (mine / "report.json").write_text('{"quarterly": "numbers"}')
+    (mine / "sample-log.jsonl").write_text('{"my": "log"}\n')
+    before = hashes(mine, data)
+    args = _args(project.path, data, f"--report={mine}", "--log-samples")
+    line = _usage_error(project.runpytest_inprocess(*args))
+    assert line == (
+        f"ERROR: benchc: --report {mine}: {mine / 'report.json'} exists and benchc did not "
+        "write it (it would be overwritten); name a new folder or one benchc wrote"
+    )
+    from benchc.cli import main
+
+    with pytest.raises(SystemExit) as usage:  # benchc report --out: the same rule
+        main(["report", str(project.path), "--out", str(mine)])
+    assert usage.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--out {mine}: cannot write there: {mine / 'report.json'} exists and benchc" in err
+    assert hashes(mine, data) == before
 
 
 def test_a_report_that_cannot_be_written_keeps_the_results_the_verdict_and_the_exit_code(
@@ -338,7 +388,8 @@ def test_a_service_that_does_not_answer_is_given_the_timeout_and_no_more(monkeyp
     from benchc.export import ExportError, reach
 
     def silent(address, timeout):  # a host that never answers within the wait
-        time.sleep(timeout + 5)
+        time.sleep(timeout + 1)
+        raise TimeoutError("timed out")
 
     monkeypatch.setattr(reach.socket, "create_connection", silent)
     monkeypatch.setenv(reach.TIMEOUT_ENV, "0.3")
@@ -427,3 +478,77 @@ def test_a_subset_update_never_rewrites_a_larger_baseline(project):
     assert "(it is unusable: record all its cells)" in result.stdout.str()
     assert untouched() == before
     assert json.loads(ras.read_text())["info"]["conditions"] == ["fog-1", "fog-2"]
+
+
+# -- a device that refuses writes while computing: one line, the run stops --------------------
+def test_a_refused_write_is_one_line_naming_the_folders(tmp_path):
+    from benchc.suite.config import SuiteConfig
+    from benchc.suite.outputs import device_problem
+
+    cfg = SuiteConfig(results_dir=tmp_path / "res", cache_dir=tmp_path / "cache")
+    try:
+        with open("/dev/full", "wb") as full:  # a real device that is always full
+            full.write(b"x" * 65536)
+            full.flush()
+        pytest.skip("no /dev/full here")  # pragma: no cover (not Linux)
+    except OSError as exc:
+        refused = exc
+    line = device_problem(cfg, refused)
+    assert line == (
+        f"cannot write the results (No space left on device): free space in --results-dir "
+        f"{tmp_path / 'res'} or --cache-dir {tmp_path / 'cache'} or name another folder, then "
+        "rerun; what was stored so far is kept and reused"
+    )
+    named = OSError(refused.errno, refused.strerror, str(tmp_path / "res" / "m" / "x.npz"))
+    assert f"free space in --results-dir {tmp_path / 'res'} or" in device_problem(cfg, named)
+    assert device_problem(cfg, FileNotFoundError(2, "gone")) is None  # not the device's
+
+
+def test_a_full_results_disk_stops_the_run_with_one_line(project, tmp_path):
+    """--results-dir on a 16 KiB tmpfs: the first refused write ends the run with one line
+    (not a traceback per case). Mounting needs root; elsewhere there is no full disk to use."""
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(disk)],
+                             capture_output=True, check=False)  # fmt: skip
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        data = write_jsonl(project.path / "src")
+        before = hashes(data)
+        args = _args(project.path, data, f"--results-dir={disk / 'res'}", "--snapshot-update")
+        result = project.runpytest_inprocess(*args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        out = result.stdout.str() + result.stderr.str()
+        assert "Traceback" not in out and "FAILED" not in out
+        lines = [ln for ln in out.splitlines() if "No space left on device" in ln]
+        assert len(lines) == 1 and f"free space in --results-dir {disk / 'res'}" in lines[0]
+        assert hashes(data) == before
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+
+
+# -- benchc select --overwrite: only the files a selection wrote ------------------------------
+def test_select_overwrite_removes_only_what_a_selection_wrote(tmp_path):
+    from benchc.select.cli import _prepare_out
+
+    out = tmp_path / "testbed"
+    shutil.copytree(ROOT / "fixtures" / "testbed", out)  # a selection benchc wrote
+    (out / "NOTES.md").write_text("the user's notes")
+    (out / "images" / "extra.png").write_bytes(b"the user's image")
+    keep = hashes(out / "NOTES.md", out / "images" / "extra.png")
+    _prepare_out(out, overwrite=True)
+    assert hashes(out) == keep  # the selection's files went, the user's stayed
+    # a dataset folder of the same shape that no selection wrote is refused, untouched
+    mine = tmp_path / "mine"
+    write_jsonl(mine)
+    before = hashes(mine)
+    with pytest.raises(SystemExit) as refused:
+        _prepare_out(mine / "ds", overwrite=True)
+    assert str(refused.value) == (
+        f"--out {mine / 'ds'} exists and does not hold a selection benchc wrote (no "
+        "samples.jsonl with its selection_report.json); choose another folder"
+    )
+    assert hashes(mine) == before

@@ -135,12 +135,11 @@ def run_plan(plan: Plan) -> None:
     condition in case order (the corruption pool filling the cache ahead, as in a plain run),
     then the VSI arrays."""
     from benchc import spec
-    from benchc.suite.collect import check_model_inputs
     from benchc.suite.session import SuiteSession
     from benchc.suite.vsi import VSIUnavailable, vsi_arrays
 
     state = SuiteSession(plan.cfg)  # type: ignore[arg-type]
-    check_model_inputs(state)  # the dataset exactly as the suite's cases see it
+    state.check_model_inputs()  # the dataset exactly as the suite's cases see it
     conditions = [c for c in plan.conditions if c != spec.CLEAN]
     if conditions:
         run = state.run
