@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -450,3 +450,18 @@ def vsi_values(arrays: Mapping[str, np.ndarray], support: str = spec.VSI_SUPPORT
     if support == "top50" and "vsi_top50" in arrays:
         return np.asarray(arrays["vsi_top50"], dtype=np.float64)
     return np.asarray(arrays["vsi"], dtype=np.float64)
+
+
+def stored_grid(run: Any) -> GridEvidence | None:
+    """The full corruption x severity grid a stored run holds, as gate evidence (None: no
+    complete grid); ``run`` is a :class:`benchc.results.reader.StoredRun`."""
+    if run.logits is None or run.clean_logits is None:
+        return None
+    n_sev = len(run.severities)
+    return GridEvidence.from_conditions(
+        run.ids,
+        run.answers,
+        run.n_options,
+        run.clean_logits,
+        {key: run.logits[:, i // n_sev, i % n_sev] for i, key in enumerate(run.cells)},
+    )

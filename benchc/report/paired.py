@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from benchc.gates.evidence import EvidenceError, GridEvidence
+from benchc.gates.evidence import EvidenceError, stored_grid
 from benchc.metrics.figures import FigureDef, table2_figures
 from benchc.metrics.stats import replicate_se, resample_counts
 from benchc.results.reader import StoredRun
@@ -80,27 +80,13 @@ class Difference:
         }
 
 
-def grid_evidence(run: StoredRun) -> GridEvidence | None:
-    """A stored run's grid as gate evidence (None without a complete grid)."""
-    if run.logits is None or run.clean_logits is None:
-        return None
-    n_sev = len(run.severities)
-    return GridEvidence.from_conditions(
-        run.ids,
-        run.answers,
-        run.n_options,
-        run.clean_logits,
-        {key: run.logits[:, i // n_sev, i % n_sev] for i, key in enumerate(run.cells)},
-    )
-
-
 def differences(
     baseline: StoredRun, candidate: StoredRun, *, seed: int | None = None, n_boot: int = N_BOOT
 ) -> dict[str, Difference] | None:
     """Every Table II figure's paired difference of ``candidate`` against ``baseline`` on the
     cells both have and the samples both hold (by id); None when they share no cell or no
     sample (then nothing can be paired)."""
-    b, c = grid_evidence(baseline), grid_evidence(candidate)
+    b, c = stored_grid(baseline), stored_grid(candidate)
     if b is None or c is None:
         return None
     keys = [k for k in b.conditions if k in set(c.conditions)]
@@ -124,4 +110,4 @@ def differences(
     return out
 
 
-__all__ = ["N_BOOT", "SIGNIFICANT_Z", "Difference", "differences", "grid_evidence"]
+__all__ = ["N_BOOT", "SIGNIFICANT_Z", "Difference", "differences"]

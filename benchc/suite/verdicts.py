@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from benchc.fsutil import display_path
-from benchc.gates import ErrorBudget, EvidenceError, GridEvidence, Payload, figures
+from benchc.gates import ErrorBudget, EvidenceError, Payload, figures
 from benchc.gates.budget import DEFAULT_BUDGET
+from benchc.gates.evidence import stored_grid
 from benchc.gates.pipeline import check_case
 from benchc.gates.snapshot import case_name, load_baseline, model_slug, recorded_vsi_support
 from benchc.results.reader import StoredRun, read_run
@@ -29,21 +30,6 @@ _TEST = {"cell": "test_cell", "family": "test_family", "model": "test_model", "v
 def _case(key: str) -> str:
     level, _, scope = key.partition(":")
     return f"{_TEST[level]}[{scope}]"
-
-
-def stored_grid(run: StoredRun) -> GridEvidence | None:
-    """The full corruption x severity grid a run stored, as gate evidence (None: no complete
-    grid), from :func:`benchc.results.reader.read_run`."""
-    if run.logits is None or run.clean_logits is None:
-        return None
-    n_sev = len(run.severities)
-    return GridEvidence.from_conditions(
-        run.ids,
-        run.answers,
-        run.n_options,
-        run.clean_logits,
-        {key: run.logits[:, i // n_sev, i % n_sev] for i, key in enumerate(run.cells)},
-    )
 
 
 def _settings(run: StoredRun) -> dict[str, Any]:
