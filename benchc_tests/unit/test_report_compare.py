@@ -40,11 +40,15 @@ def two(root, ds24) -> Path:
     return make_run(root / "results", ds24, model="two", seed=1, damp=1.0, severities=(2, 4))
 
 
-def test_runs_with_different_severities_compare_on_the_shared_cells(tmp_path, five, two):
+def test_runs_with_different_severities_compare_on_the_shared_cells(tmp_path, five, two, capsys):
     out = tmp_path / "cmp"
     assert main(["compare", str(five), str(two), "--out", str(out), "--no-images",
                  "--labels", "base,cand"]) == 0  # fmt: skip
     doc = json.loads((out / "report.json").read_text())
+    # the paired summary line (issue 32): printed as report.json holds it
+    (pair,) = doc["compare"]["paired"]["pairs"]
+    assert f"  {pair['summary']}" in capsys.readouterr().out.splitlines()
+    assert pair["summary"].startswith("cand − base on 24 paired samples: ")
     assert doc["axes"]["severities"] == [2, 4]
     assert doc["compare"]["severities"] == [2, 4] and doc["compare"]["n_samples"] == 24
     assert any(x.startswith("base: 6 of its 10 cells left out") for x in doc["compare"]["left_out"])
