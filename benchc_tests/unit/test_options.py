@@ -97,8 +97,21 @@ def test_every_option_has_an_example():
     assert sorted(EXAMPLES) == sorted(opt.flag for opt in OPTIONS)
 
 
+def ray_installed(monkeypatch, installed: bool) -> None:
+    """Ray as found (or not) by ``--executor``'s check: the default run's environment has no
+    Ray (the ``benchc[ray]`` extra is the cluster tests' own line in .ci/run)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    spec = real("json") if installed else None  # any spec stands for an installed package
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: spec if name == "ray" else real(name, *a)
+    )
+
+
 @pytest.mark.parametrize("opt", OPTIONS, ids=lambda opt: opt.flag)
-def test_every_option_round_trips_into_the_config(opt, tmp_path):
+def test_every_option_round_trips_into_the_config(opt, tmp_path, monkeypatch):
+    ray_installed(monkeypatch, True)
     (tmp_path / "data").mkdir()
     text, want = EXAMPLES[opt.flag]
     args = [opt.flag] if text is None else [f"{opt.flag}={text}"]
@@ -157,19 +170,15 @@ def test_bad_values_fail_at_parse_time(args, says):
 
 
 def test_executor_ray_without_ray_names_the_extra(monkeypatch):
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a)
-    )
+    ray_installed(monkeypatch, False)
     with pytest.raises(argparse.ArgumentError) as info:
         _parser().parse_args(["--executor=ray"])
     says = 'argument --executor: ray needs Ray installed: pip install "benchc[ray]"'
     assert str(info.value) == says
 
 
-def test_from_store_computes_nothing_so_not_with_the_ray_executor(tmp_path):
+def test_from_store_computes_nothing_so_not_with_the_ray_executor(tmp_path, monkeypatch):
+    ray_installed(monkeypatch, True)
     args = vars(_parser().parse_args(["--from-store=store", "--executor=ray"]))
     with pytest.raises(ConfigError, match="--from-store computes nothing: it cannot go with"):
         SuiteConfig.from_options(args.get, rootdir=tmp_path)
