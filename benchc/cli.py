@@ -35,8 +35,18 @@ def _runs_under(
     return group_runs(runs)
 
 
+def _check_out(parser: argparse.ArgumentParser, out: Path) -> None:
+    """``--out`` must be a folder this process can write (a usage error before any work)."""
+    from benchc.suite.outputs import folder_problem
+
+    why = folder_problem(out)
+    if why is not None:
+        parser.error(f"--out {out}: cannot write there: {why}")
+
+
 def _report(argv: Sequence[str]) -> int:
     from benchc.report import write_report
+    from benchc.results.reader import read_run
 
     parser = argparse.ArgumentParser(
         prog="benchc report",
@@ -71,13 +81,18 @@ def _report(argv: Sequence[str]) -> int:
     )
     args = parser.parse_args(list(argv))
     runs = _runs_under(parser, args.runs)
+    _check_out(parser, args.out)
     failed = inconclusive = 0
     for run_dir, vsi_dir in runs:
         out = args.out if len(runs) == 1 else args.out / f"{run_dir.parent.name}-{run_dir.name}"
         folder = None
         try:
+            read_run(run_dir, vsi_dir=vsi_dir)
             if args.baseline is not None:
                 folder = _baseline_folder(parser, run_dir, args.baseline)
+        except (StoreError, OSError, ValueError) as exc:
+            return _unreadable("report", run_dir, exc)
+        try:
             page = write_report(
                 run_dir,
                 out,
@@ -86,8 +101,10 @@ def _report(argv: Sequence[str]) -> int:
                 images=not args.no_images,
                 vsi_dir=vsi_dir,
             )
-        except (StoreError, OSError) as exc:  # reading the run (write_report names the file)
+        except StoreError as exc:  # an array file the first read did not touch
             return _unreadable("report", run_dir, exc)
+        except Exception as exc:  # the run is readable: building or writing the page failed
+            return _not_built("report", run_dir, out, exc)
         statuses, overall = _statuses(page.parent / "report.json")
         print(f"{run_dir} -> {page}")
         if folder is not None:
@@ -110,10 +127,13 @@ EXIT_CODES: dict[int, str] = {
     "runs that share no cell (`compare`)",
     3: "a stored run cannot be read (damaged or foreign results folder: the message names the "
     "file)",
-    4: "no gate failed but the verdict is inconclusive, with `benchc report --inconclusive=fail` "
+    4: "the stored runs are readable but the page could not be built or written (one line "
+    "naming the output folder and why; nothing stored was changed)",
+    5: "no gate failed but the verdict is inconclusive, with `benchc report --inconclusive=fail` "
     "(the reasons are printed, and in report.json `overall`)",
 }
-EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_UNREADABLE, EXIT_INCONCLUSIVE = sorted(EXIT_CODES)
+(EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_UNREADABLE, EXIT_NOT_BUILT,
+ EXIT_INCONCLUSIVE) = sorted(EXIT_CODES)  # fmt: skip
 
 
 def _baseline_folder(parser: argparse.ArgumentParser, run_dir: Path, given: Path) -> Path:
@@ -152,6 +172,17 @@ def _counts(statuses: list[str]) -> str:
     return ", ".join(f"{n} {s}" for s, n in sorted(Counter(statuses).items())) or "none"
 
 
+def _not_built(command: str, where: object, out: Path, exc: Exception) -> int:
+    """Readable runs whose page could not be built or written: one line, exit status 4."""
+    reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    print(
+        f"benchc {command}: {where}: could not build or write the page in {out} ({reason}); "
+        "the stored results are intact",
+        file=sys.stderr,
+    )
+    return EXIT_NOT_BUILT
+
+
 def _unreadable(command: str, where: object, exc: Exception) -> int:
     """A damaged or foreign results folder: one clear line, exit status 3."""
     print(
@@ -182,6 +213,7 @@ def _compare(argv: Sequence[str]) -> int:
     runs = _runs_under(parser, args.runs)
     if len(runs) < 2:
         parser.error(f"compare needs two or more runs, found {len(runs)} under {args.runs}")
+    _check_out(parser, args.out)
     labels = args.labels.split(",") if args.labels else None
     if labels is not None and len(labels) != len(runs):
         parser.error(f"--labels names {len(labels)} runs, {len(runs)} were found")
@@ -196,8 +228,10 @@ def _compare(argv: Sequence[str]) -> int:
     except CompareError as exc:  # the runs are readable; what was asked of them is not
         print(f"benchc compare: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (StoreError, OSError) as exc:  # reading a run (compare_runs names the folder)
+    except (StoreError, FileNotFoundError) as exc:  # reading a run (it names the folder)
         return _unreadable("compare", ", ".join(str(r) for r, _ in runs), exc)
+    except Exception as exc:  # the runs are readable: building or writing the page failed
+        return _not_built("compare", ", ".join(str(r) for r, _ in runs), args.out, exc)
     print(f"{len(runs)} runs -> {page}")
     import json
 

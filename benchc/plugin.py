@@ -10,15 +10,14 @@ summary) stay here.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from benchc.suite import collect, xdist
-from benchc.suite.config import ConfigError, SuiteConfig
+from benchc.suite.activate import activate, suite_requested, usage_error
 from benchc.suite.keys import (
     BUDGET,
     LOAD_ERROR,
@@ -28,9 +27,14 @@ from benchc.suite.keys import (
     SESSION,
     SUITE_PROPERTY,
     VERDICTS,
+    WRITE_ERRORS,
 )
-from benchc.suite.options import add_options
-from benchc.suite.session import LoadError, SuiteSession, quiet_progress_bars
+from benchc.suite.options import add_namespaced_options
+from benchc.suite.shortforms import GROUP, GROUP_HELP, add_short_forms
+
+if TYPE_CHECKING:
+    from benchc.suite.gate import GateCheck
+    from benchc.suite.session import SuiteSession
 
 pytest_plugins = ["benchc.suite.fixtures", "benchc.suite.overall"]
 
@@ -39,65 +43,39 @@ _LEVEL_OF_MARKER = {"benchc_cell": "cell", "benchc_family": "family", "benchc_mo
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser.getgroup("benchc", "benchc structural-robustness suite").addoption)
+    add_namespaced_options(parser.getgroup(GROUP, GROUP_HELP).addoption)
 
 
-#: ``--snapshot-update`` is syrupy's; in a benchc run it records baselines.
-SNAPSHOT_UPDATE_HELP = (
-    "benchc: record the baseline (--baseline NAME, else the model's own name) from this run's "
-    "figures into --thresholds-dir; rules edited in the snapshots survive (also syrupy's "
-    "snapshot update)"
-)
-
-
-def _snapshot_update_help(parser: pytest.Parser) -> None:
-    """syrupy declares ``--snapshot-update``; only its help line is changed (``pytest --help``
-    renders after ``pytest_configure``)."""
-    for group in getattr(parser, "_groups", []):
-        for opt in group.options:
-            if "--snapshot-update" in opt.names() and hasattr(opt, "_attrs"):
-                opt._attrs["help"] = SNAPSHOT_UPDATE_HELP
-    optparser = getattr(parser, "optparser", None)  # the argparse parser built from them
-    for action in getattr(optparser, "_actions", []):
-        if "--snapshot-update" in action.option_strings:
-            action.help = SNAPSHOT_UPDATE_HELP
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Iterator[None]:
+    """The short forms (``--model``), once the repository's own conftests declared theirs
+    (:mod:`benchc.suite.shortforms`)."""
+    result = yield
+    add_short_forms(parser)
+    return result
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    collect.register_markers(config)
-    _snapshot_update_help(config._parser)
-    with _usage_error():
-        cfg = SuiteConfig.from_options(
-            config.getoption, rootdir=Path(config.rootpath), worker_id=xdist.worker_id(config)
-        )
-    xdist.refuse_parallel_update(config)
-    from dataclasses import replace
+    """Markers only, unless this run asks for the suite: an unrelated test run of a repository
+    that has benchc installed imports nothing more and builds nothing."""
+    from benchc.suite.markers import register_markers
 
-    from benchc.provenance import command_line
-
-    cfg = replace(cfg, command_line=command_line(config.invocation_params.args))
-    config.stash[SESSION] = SuiteSession(cfg)
-    config.stash[RUN_DIRS] = set()
-    config.stash[VERDICTS] = []
-    if config.get_verbosity() < 0:  # -q: no weight-loading bars
-        quiet_progress_bars()
+    register_markers(config)
+    if suite_requested(config):
+        activate(config)
 
 
 def _session(config: pytest.Config) -> SuiteSession:
-    return config.stash[SESSION]
-
-
-@contextlib.contextmanager
-def _usage_error() -> Iterator[None]:
-    """A bad option, model or dataset: one ``ERROR: benchc: ...`` line, no traceback."""
-    try:
-        yield
-    except (ConfigError, LoadError) as exc:
-        raise pytest.UsageError(f"benchc: {exc}") from None
+    return activate(config)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    collect.parametrize(metafunc, _session(metafunc.config))
+    if any(name.startswith("benchc_") for name in metafunc.fixturenames):
+        from benchc.suite import collect
+
+        collect.parametrize(metafunc, _session(metafunc.config))
 
 
 def _gate_counts(items: list[pytest.Item]) -> dict[str, int]:
@@ -123,6 +101,10 @@ def _gate_counts(items: list[pytest.Item]) -> dict[str, int]:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
+    if SESSION not in config.stash:  # no suite case was collected
+        return
+    from benchc.suite import collect
+
     collect.shape(config, items)
     if config.option.collectonly or not any(collect.is_suite_item(i) for i in items):
         return
@@ -138,6 +120,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     A worker that cannot load runs none of the suite's cases, so it must drop them before xdist
     reports what it collected."""
     config, items = session.config, session.items
+    if SESSION not in config.stash:
+        return
+    from benchc.suite import collect, xdist
+
     if config.option.collectonly or not any(collect.is_suite_item(i) for i in items):
         return
     state = _session(config)
@@ -149,10 +135,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     """The xdist controller collects nothing, so it validates dataset and model here."""
     config = session.config
+    if SESSION not in config.stash:
+        return
+    from benchc.suite import collect, xdist
+
     controller = xdist.worker_id(config) is None and xdist.worker_count(config) > 0
     if controller and not config.option.collectonly:
-        with _usage_error():
-            collect.check_sources(_session(config))
+        with usage_error():
+            collect.check_sources(config, _session(config))
 
 
 # -- fixtures (the session ones: benchc.suite.fixtures) -----------------------------------
@@ -161,12 +151,14 @@ def benchc_gate(
     snapshot,
     benchc_session: SuiteSession,
     request: pytest.FixtureRequest,
+    capsys,
     record_testsuite_property,
-):
+) -> Iterator[GateCheck]:
     """``benchc_gate(payload)``: a paired check against ``thresholds/<slug>/<case>.json``."""
     from benchc.gates.budget import ErrorBudget
     from benchc.gates.snapshot import extension_for
     from benchc.suite.gate import GateCheck
+    from benchc.suite.progress import uncaptured_by
 
     cfg = benchc_session.cfg
     config = request.config
@@ -187,7 +179,7 @@ def benchc_gate(
             return
         record_property(node, record, sides)
 
-    return GateCheck(
+    check = GateCheck(
         snapshot.use_extension(ext),
         cfg,
         node,
@@ -197,6 +189,8 @@ def benchc_gate(
         sink=sink,
         baseline_ref=ref,
     )
+    with uncaptured_by(capsys.disabled):  # the case's cells compute (and report progress) here
+        yield check
 
 
 # -- reporting ------------------------------------------------------------------------------
@@ -216,17 +210,30 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         print(f"ERROR: {config.stash[LOAD_ERROR]}", file=sys.stderr)
         return
+    # what follows writes after the results were computed: a failure is one line (printed
+    # with the summary), never a traceback that costs the verdict or the exit code
+    from benchc.suite.outputs import after_compute
+
     state = _session(config)
+    errors = config.stash.setdefault(WRITE_ERRORS, [])
     if config.getoption("update_snapshots", False) and state.started:
-        from benchc.gates import sidecar
-        from benchc.suite.provenance import record_baseline_manifest
+        _, error = after_compute("the baseline's manifest", state.baseline.folder,
+                                 lambda: _finish_recording(state))  # fmt: skip
+        errors += [error] if error else []
+    _, error = after_compute("the reports", None, lambda: errors.extend(_write_reports(config)))
+    errors += [error] if error else []
 
-        sidecar.sweep_unreferenced(state.baseline.folder.parent)
-        record_baseline_manifest(state)
-    _write_reports(config)
+
+def _finish_recording(state: SuiteSession) -> None:
+    """Sweep the sidecars benchc wrote that no snapshot references, then the manifest."""
+    from benchc.gates import sidecar
+    from benchc.suite.provenance import record_baseline_manifest
+
+    sidecar.sweep_unreferenced(state.baseline.folder)
+    record_baseline_manifest(state)
 
 
-def _write_reports(config: pytest.Config) -> None:
+def _write_reports(config: pytest.Config) -> list[str]:
     from benchc.suite.reports import write_reports
 
     state = _session(config)
@@ -234,9 +241,10 @@ def _write_reports(config: pytest.Config) -> None:
     sides = state.sides() if state.started else None
     notes = _sides(config)[2:] + [n for n in _notes(config) if "another environment" in n]
     folder = state.baseline.folder if state.started else None
-    write_reports(state.cfg, config.stash[RUN_DIRS], verdicts or None, sides=sides, notes=notes,
-                  baseline_folder=folder, overall=config.stash.get(OVERALL, None),
-                  run_notes=_notes(config))  # fmt: skip
+    return write_reports(state.cfg, config.stash[RUN_DIRS], verdicts or None, sides=sides,
+                         notes=notes, baseline_folder=folder,
+                         overall=config.stash.get(OVERALL, None),
+                         run_notes=_notes(config))  # fmt: skip
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -273,7 +281,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     )
     dirs = sorted(config.stash[RUN_DIRS])
     notes = _notes(config)
-    if not lines and not dirs and not notes:
+    if not lines and not dirs and not notes and not config.stash.get(WRITE_ERRORS, []):
         return
     terminalreporter.section("benchc")
     for line in _sides(config):
@@ -283,8 +291,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     for note in notes:
         terminalreporter.write_line(f"note: {note}", yellow=True)
     cfg = _session(config).cfg
-    if cfg.report is not None and dirs:
+    errors = config.stash.get(WRITE_ERRORS, [])
+    if cfg.report is not None and dirs and not any("--report" in e for e in errors):
         terminalreporter.write_line(f"report: {Path(cfg.report) / 'report.html'}")
+    for error in errors:
+        terminalreporter.write_line(f"ERROR: benchc: {error}", red=True)
     for line in lines:
         terminalreporter.write_line(line)
     if config.getoption("update_snapshots", False) and _session(config).started:

@@ -55,19 +55,26 @@ def options_page() -> str:
         "benchc_tests.suite`), declared once in `benchc/suite/options.py`. A bad value is "
         "refused while pytest parses the command line, naming the option and the value.",
         "",
+        "Each option has two names: the namespaced `--benchc-NAME`, always there, and the short "
+        "`--NAME` used throughout these docs, declared only where the repository's own "
+        "`conftest.py` (or another plugin) does not declare `--NAME` itself. Installed into a "
+        "repository with its own `--device` or `--model`, benchc leaves those alone and the "
+        "suite answers to `--benchc-device`, `--benchc-model`.",
+        "",
         "| option | meaning | default | environment |",
         "|---|---|---|---|",
     ]
     for opt in OPTIONS:
         if opt.hidden:
             continue
-        flag = f"`{opt.flag}`" if opt.switch else f"`{opt.flag}={opt.metavar or 'VALUE'}`"
+        value = "" if opt.switch else f"={opt.metavar or 'VALUE'}"
+        flag = f"`{opt.flag}{value}`" + (f" (`{opt.namespaced}`)" if opt.short else "")
         help_text = opt.help.replace("%(default)s", str(opt.default))
         env = f"`${opt.env}`" if opt.env else ""
         rows.append(f"| {flag} | {_cell(help_text)} | {_default(opt)} | {env} |")
-    from benchc.plugin import SNAPSHOT_UPDATE_HELP  # syrupy's flag; benchc gives it its meaning
+    from benchc.suite.options import SNAPSHOT_UPDATE_MEANING  # syrupy's flag, benchc's meaning
 
-    rows.append(f"| `--snapshot-update` | {_cell(SNAPSHOT_UPDATE_HELP)} | off |  |")
+    rows.append(f"| `--snapshot-update` | {_cell(SNAPSHOT_UPDATE_MEANING)} | off |  |")
     return HEADER + "\n".join(rows) + "\n"
 
 

@@ -89,11 +89,11 @@ def encode_png(array: np.ndarray, text: dict[str, str]) -> bytes:
     filter); the chunks are spliced in as the PNG specification lays them out."""
     import cv2
 
-    ok, buf = cv2.imencode(
-        ".png",
-        np.ascontiguousarray(array[:, :, ::-1]),  # OpenCV takes BGR
-        [cv2.IMWRITE_PNG_COMPRESSION, 1, cv2.IMWRITE_PNG_FILTER, cv2.IMWRITE_PNG_FILTER_UP],
-    )
+    params = [cv2.IMWRITE_PNG_COMPRESSION, 1]
+    png_filter = getattr(cv2, "IMWRITE_PNG_FILTER", None)  # OpenCV >= 4.11; older: its default
+    if png_filter is not None:
+        params += [png_filter, cv2.IMWRITE_PNG_FILTER_UP]
+    ok, buf = cv2.imencode(".png", np.ascontiguousarray(array[:, :, ::-1]), params)  # BGR in
     if not ok:
         raise ValueError(f"cannot encode a {array.shape} image as PNG")
     data = buf.tobytes()

@@ -1,8 +1,10 @@
 """Dataset content hash: the cache key that invalidates results when any sample changes.
 
-Hashes what defines a sample (id, image bytes, question, options, answer, meta) in order, and
-nothing about where it was loaded from, so the same content in JSONL, TSV or HF form (with the
-same image bytes) gets the same fingerprint.
+Hashes what defines a sample (id, image bytes, question, options, answer, and the metadata of
+:data:`CONTENT_META`) in order, and nothing about where it was loaded from: not the file's name
+(a TSV records its stem as ``meta["source"]``), its format, or a loader's own bookkeeping. The
+same samples as JSONL, TSV, a parquet file or folder, or a ``save_to_disk`` folder get one
+fingerprint, so they gate against one baseline.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ import numpy as np
 
 from benchc.data.sample import Sample
 
-FINGERPRINT_VERSION = "benchc-data-1"
+#: ``benchc-data-1`` also hashed every metadata key, so a TSV's file name changed it.
+FINGERPRINT_VERSION = "benchc-data-2"
+#: The metadata that is part of a sample's content: what the prompt shows (``hint``), what the
+#: report groups by (``category``, ``l2-category``) and the VSI region. Provenance (``source``,
+#: ``split``, a generator's ``seed``) is not; a missing value and an empty text are the same.
+CONTENT_META = ("category", "hint", "l2-category", "region")
 
 
 def _canon(value: Any) -> Any:
@@ -37,10 +44,20 @@ def _canon(value: Any) -> Any:
     return value
 
 
+def content_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of ``meta`` that is content (:data:`CONTENT_META`), without empty values."""
+    return {k: meta[k] for k in CONTENT_META if not _empty(meta.get(k))}
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and value == "")
+
+
 def sample_digest(sample: Sample) -> str:
     """sha256 of one sample's content."""
     h = hashlib.sha256()
-    record = [sample.id, sample.question, list(sample.options), sample.answer, _canon(sample.meta)]
+    meta = _canon(content_meta(sample.meta))
+    record = [sample.id, sample.question, list(sample.options), sample.answer, meta]
     h.update(json.dumps(record, sort_keys=True, ensure_ascii=False).encode("utf-8"))
     h.update(hashlib.sha256(sample.image_bytes).digest())
     return h.hexdigest()

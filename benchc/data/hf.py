@@ -131,6 +131,26 @@ def load_hf(
     return _rows(ds, where, path, name or path.name, lenient, allow_outside_root, columns)
 
 
+def load_parquet(
+    path: str | Path,
+    *,
+    lenient: bool = False,
+    name: str | None = None,
+    allow_outside_root: bool = False,
+    columns: Mapping[str, str] | None = None,
+) -> Dataset:
+    """One ``.parquet`` file (``Dataset.to_parquet``, or a table pandas wrote), read in memory
+    through ``datasets``; bad rows raise (or, lenient, are skipped) by row and id."""
+    path = Path(path)
+    try:
+        ds = _datasets().Dataset.from_parquet(str(path), keep_in_memory=True)
+    except Exception as exc:
+        why = f"{type(exc).__name__}: {exc}"
+        raise ValueError(f"{path}: cannot read the parquet file ({why})") from None
+    label = name or path.stem
+    return _rows(ds, str(path), path.parent, label, lenient, allow_outside_root, columns)
+
+
 def load_hub(
     spec: str,
     *,
@@ -238,6 +258,8 @@ def _rows(
         else:
             options = [row[c] for c in cmap["letters"] if row[c] not in (None, "")]
         meta = {k: row[c] for k, c in cmap["meta"].items() if row[c] is not None}
+        if isinstance(meta.get("region"), str):  # a table converted from TSV: JSON text
+            meta["region"] = _json_region(meta["region"])
         col.add(
             loc,
             id=sid,
@@ -250,9 +272,26 @@ def _rows(
     return col.dataset(name, where)
 
 
+def _json_region(text: str) -> Any:
+    import json
+
+    try:
+        return json.loads(text) if text.strip() else None
+    except ValueError:
+        return text  # the sample's check names it
+
+
 def _image_bytes(value: Any, folder: Path, loc: Location, allow_outside_root: bool) -> bytes:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
+    if isinstance(value, str) and value.strip():  # a table converted from a VLMEvalKit TSV
+        from benchc.data.tsv import REF_MAX_LEN, decode_base64
+
+        if len(value.strip()) > REF_MAX_LEN:
+            return decode_base64(value.strip(), loc)
+        p = resolve_inside(folder, value.strip(), loc, what="image",
+                           allow_outside_root=allow_outside_root)  # fmt: skip
+        return read_image_file(p, loc)
     if isinstance(value, dict):
         if value.get("bytes"):
             return bytes(value["bytes"])
@@ -265,7 +304,8 @@ def _image_bytes(value: Any, folder: Path, loc: Location, allow_outside_root: bo
 
 
 def save_hf(samples: list[Sample], path: str | Path) -> Path:
-    """Write samples with ``save_to_disk`` (image bytes kept; options as a list; letter answer)."""
+    """Write samples with ``save_to_disk`` (image bytes kept; options as a list; letter answer;
+    a ``region`` column when a sample has a box)."""
     ds_mod = _datasets()
     features = ds_mod.Features(
         {
@@ -287,5 +327,8 @@ def save_hf(samples: list[Sample], path: str | Path) -> Path:
         "category": [s.category for s in samples],
         "hint": [s.hint for s in samples],
     }
+    if any(isinstance(s.region, tuple) for s in samples):  # boxes (a mask has no column form)
+        features["region"] = getattr(ds_mod, "List", ds_mod.Sequence)(ds_mod.Value("int64"))
+        data["region"] = [list(s.region) if isinstance(s.region, tuple) else None for s in samples]
     ds_mod.Dataset.from_dict(data, features=features).save_to_disk(str(path))
     return Path(path)

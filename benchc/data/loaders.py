@@ -3,12 +3,14 @@ that detects it:
 
 - a ``.jsonl`` file, or a folder holding ``samples.jsonl`` (or exactly one ``*.jsonl``): native;
 - a ``.tsv`` file, or a folder holding exactly one ``*.tsv``: VLMEvalKit TSV;
+- a ``.parquet`` file: read through ``datasets`` (optional dependency);
 - a folder written by ``datasets.save_to_disk``: Hugging Face (optional dependency);
 - a Hub dataset id ``org/name[:config[:split]]``, or a folder laid out like a Hub repository
   (parquet files), with the same suffixes: ``datasets.load_dataset`` (optional dependency).
 
 ``columns`` (``--dataset-args``) maps the sample's fields to other column names, for the
-``datasets`` formats (docs/guides/datasets.md).
+``datasets`` formats (docs/guides/datasets.md). Which format holds the samples changes nothing
+about them: the fingerprint is their content (:mod:`benchc.data.fingerprint`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchc.data.hf import is_hf_folder, is_hub_folder, load_hf, load_hub, parse_hub_spec
+from benchc.data.hf import (
+    is_hf_folder,
+    is_hub_folder,
+    load_hf,
+    load_hub,
+    load_parquet,
+    parse_hub_spec,
+)
 from benchc.data.native import DEFAULT_JSONL, load_jsonl
 from benchc.data.sample import Dataset
 from benchc.data.tsv import load_tsv
@@ -66,6 +75,7 @@ def _only(suffix: str, other: str) -> Callable[[Path], Path | None]:
 FORMATS: list[Format] = [
     Format("jsonl", _file(".jsonl"), load_jsonl),
     Format("tsv", _file(".tsv"), load_tsv),
+    Format("parquet", _file(".parquet"), load_parquet),
     Format("hf", _hf_folder, load_hf),
     Format("native folder", _native_folder, load_jsonl, folder_name=True),
     Format("jsonl folder", _only(".jsonl", ".tsv"), load_jsonl, folder_name=True),
@@ -97,18 +107,22 @@ def load_dataset(
         raise ValueError(
             f"dataset path {str(p)!r} does not exist (nor is it a Hub id org/name[:config:split])"
         )
-    if columns and not is_hf_folder(p):
-        raise ValueError(f"{p}: --dataset-args maps columns of Hugging Face datasets only")
+    if columns and not (is_hf_folder(p) or _file(".parquet")(p)):
+        raise ValueError(
+            f"{p}: --dataset-args maps columns of Hugging Face datasets and parquet files only"
+        )
     for fmt in FORMATS:
         target = fmt.detect(p)
         if target is not None:
-            extra = {"columns": columns} if fmt.name == "hf" else {}
+            extra = {"columns": columns} if fmt.name in ("hf", "parquet") else {}
             return fmt.load(
                 target, **opts, **extra, name=(name or p.name) if fmt.folder_name else name
             )
     if p.is_file():
         suffix = p.suffix.lower()
-        raise ValueError(f"{p}: unsupported dataset file type {suffix!r} (expected .jsonl or .tsv)")
+        raise ValueError(
+            f"{p}: unsupported dataset file type {suffix!r} (expected .jsonl, .tsv or .parquet)"
+        )
     jsonls, tsvs = sorted(p.glob("*.jsonl")), sorted(p.glob("*.tsv"))
     found = [f.name for f in (*jsonls, *tsvs)]
     raise ValueError(

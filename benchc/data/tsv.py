@@ -162,6 +162,11 @@ def _image(
                 "missing_image", loc, f"image refers to row index {value!r}, which has no image"
             )
         value = target.strip()
+    return decode_base64(value, loc)
+
+
+def decode_base64(value: str, loc: Location) -> bytes:
+    """A base64 image cell (VLMEvalKit's layout, also in tables converted from it)."""
     if len(value) * 3 // 4 > MAX_IMAGE_BYTES:
         raise SampleError(
             "image_too_large",

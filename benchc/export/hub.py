@@ -1,22 +1,22 @@
 """``--push-to-hub REPO``: the report, ``report.json``, the threshold snapshots and a dataset
 card, uploaded as a Hugging Face dataset repository (``pip install 'benchc[hub]'``).
 
-:func:`stage` lays out the folder (``<report dir>/hub/``) and writes the card; :func:`upload` is
-the one network call, ``HfApi.upload_folder`` (the token is the Hub's own setting: ``HF_TOKEN``
-or ``huggingface-cli login``). The repository is created (private) when it does not exist.
+:func:`stage` lays out what is uploaded in a temporary folder of its own (never in the report
+folder: a ``hub/`` folder there is the user's) and writes the card; :func:`upload` is the one
+network call, ``HfApi.upload_folder`` (the token is the Hub's own setting: ``HF_TOKEN`` or
+``huggingface-cli login``), after the Hub's endpoint answered within a few seconds
+(:mod:`benchc.export.reach`). The repository is created (private) when it does not exist.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
-from benchc.export import require
+from benchc.export import ExportError, reach, require
 from benchc.export.bundle import Bundle
-
-#: The staged folder, inside the report folder.
-STAGE = "hub"
 
 
 def card_text(bundle: Bundle) -> str:
@@ -70,12 +70,13 @@ def _fmt(value: object) -> str:
     return f"{value:.4f}" if isinstance(value, float) else ("" if value is None else str(value))
 
 
-def stage(bundle: Bundle) -> Path:
-    """Lay out what is uploaded in ``<report dir>/hub/`` (replacing an older one); returns it."""
-    folder = bundle.report_dir / STAGE
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
+def stage(bundle: Bundle, folder: Path) -> Path:
+    """Lay out what is uploaded in ``folder`` (a new or empty folder benchc owns: a temporary
+    one); returns it."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if any(folder.iterdir()):
+        raise ExportError(f"{folder}: the Hub staging folder must be empty")
     for path in bundle.files:
         shutil.copy2(path, folder / path.name)
     (folder / "benchc-summary.json").write_text(
@@ -91,6 +92,10 @@ def upload(folder: Path, repo: str) -> str:
     """The network call: create ``repo`` (a private dataset repo) if needed and upload
     ``folder`` in one commit; returns the commit URL."""
     hub = require("huggingface_hub", "hub")
+    constants = require("huggingface_hub.constants", "hub")
+    if constants.HF_HUB_OFFLINE:
+        raise ExportError("HF_HUB_OFFLINE is set: nothing was uploaded")
+    reach.check("the Hugging Face Hub", constants.ENDPOINT)
     api = hub.HfApi()
     api.create_repo(repo, repo_type="dataset", private=True, exist_ok=True)
     info = api.upload_folder(
@@ -103,5 +108,6 @@ def upload(folder: Path, repo: str) -> str:
 
 
 def export(bundle: Bundle, repo: str) -> str:
-    """Stage the folder and upload it to ``repo``."""
-    return upload(stage(bundle), repo)
+    """Stage the folder in a temporary folder and upload it to ``repo``."""
+    with tempfile.TemporaryDirectory(prefix="benchc-hub-") as tmp:
+        return upload(stage(bundle, Path(tmp) / "hub"), repo)

@@ -4,7 +4,9 @@ Metrics are the gated figures and Table II, params the settings and environment,
 verdict, artifacts the report files under ``report/``. The tracking server is MLflow's own
 setting, ``MLFLOW_TRACKING_URI`` (a server, ``sqlite:///mlflow.db`` with the full ``mlflow``
 package, or a local ``file:`` store, which MLflow 3 accepts with
-``MLFLOW_ALLOW_FILE_STORE=true``).
+``MLFLOW_ALLOW_FILE_STORE=true``). A server that does not accept a connection within a few
+seconds (:mod:`benchc.export.reach`) is one line, before MLflow's own retries could stall the
+run for minutes.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchc.export import require
+from benchc.export import reach, require
 from benchc.export.bundle import Bundle
 
 #: MLflow caps a param value at this many characters.
@@ -23,11 +25,13 @@ PARAM_MAX = 500
 
 def export(bundle: Bundle, experiment: str, *, tracking_uri: str | None = None) -> str:
     """Log ``bundle`` as one run of ``experiment``; returns the run id."""
-    require("mlflow", "mlflow")
+    mlflow = require("mlflow", "mlflow")
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri)
+    uri = tracking_uri or mlflow.get_tracking_uri()
+    reach.check("the MLflow tracking server", str(uri))
+    client = MlflowClient(uri)
     found = client.get_experiment_by_name(experiment)
     exp_id = found.experiment_id if found is not None else client.create_experiment(experiment)
     run = client.create_run(

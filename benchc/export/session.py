@@ -63,7 +63,10 @@ def run_exporters(cfg: Any, report_dir: Path) -> list[str]:
             if name == "wandb":
                 from benchc.export import wandb as exporter
 
-                where = exporter.export(bundle, target)
+                # W&B's local run files: beside --report, else in the results store (never
+                # the working directory, nor a temporary report folder that is removed)
+                local = Path(cfg.report) if cfg.report is not None else Path(cfg.results_dir)
+                where = exporter.export(bundle, target, local_dir=local)
             elif name == "mlflow":
                 from benchc.export import mlflow as exporter  # type: ignore[no-redef]
 

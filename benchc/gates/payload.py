@@ -104,10 +104,10 @@ class Payload:
         return json.dumps(data, indent=1, allow_nan=False) + "\n"
 
     @classmethod
-    def from_json(cls, text: str, *, where: str = "snapshot") -> Payload:
+    def from_json(cls, text: str | bytes, *, where: str = "snapshot") -> Payload:
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{where} is not valid JSON: {exc}") from exc
         if not isinstance(data, dict) or "benchc_snapshot" not in data:
             raise ValueError(f"{where} is not a benchc threshold snapshot")

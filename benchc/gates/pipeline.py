@@ -32,11 +32,13 @@ GRID_KEY = "conditions"
 
 def settings_mismatch(baseline: Payload, current: Payload) -> list[tuple[str, Any, Any]]:
     """``(key, recorded, current)`` for every setting the two sides disagree on."""
-    return [
-        (k, baseline.info.get(k), current.info.get(k))
-        for k in SETTINGS_KEYS
-        if baseline.info.get(k) != current.info.get(k)
-    ]
+    return info_mismatch(baseline.info, current.info)
+
+
+def info_mismatch(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[tuple]:
+    """:func:`settings_mismatch` of two payloads' ``info`` (a snapshot read as plain JSON)."""
+    return [(k, recorded.get(k), current.get(k)) for k in SETTINGS_KEYS
+            if recorded.get(k) != current.get(k)]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,8 @@ def check_case(
 #: all that decide whether a run is comparable with its baseline, and where it reads and
 #: writes, so a printed command run verbatim continues this run instead of starting another.
 RECORD_SETTINGS = (
-    "model", "model_args", "revision", "dtype", "dataset", "vsi_dataset", "corruptions",
+    "model", "model_args", "revision", "dtype", "dataset", "dataset_args", "vsi_dataset",
+    "corruptions",
     "severities", "image_size", "seed", "vsi_support", "region_locator", "limit", "lenient",
     "allow_outside_root", "results_dir", "cache_dir", "thresholds_dir", "baseline", "degrade",
 )  # fmt: skip
@@ -120,6 +123,10 @@ def suite_command(
     for key in ("model", "dataset", "vsi_dataset"):
         if get(key) and get(key) != defaults.get(key):
             parts.append(f"--{key.replace('_', '-')}={get(key)}")
+    if get("dataset_args"):
+        parts.append(
+            "--dataset-args=" + ",".join(f"{k}={v}" for k, v in get("dataset_args").items())
+        )
     if get("model_args"):
         parts.append(f"--model-args={_args_text(get('model_args'))}")
     for key in ("revision", "dtype", "image_size", "limit", "region_locator", "baseline"):

@@ -2,7 +2,9 @@
 
 Content-addressed: the file name is the digest of the arrays it holds (verified on every load,
 so a damaged or hand-edited file is one clear error instead of silently wrong baselines), equal
-evidence is stored once, and files no snapshot references any more are swept after a re-record.
+evidence is stored once, and after a re-record the files no snapshot references any more are
+swept from that one baseline folder: only files benchc wrote (listed in the folder's
+``baseline.manifest``, or written by this process), never one it did not write.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ _NAME = re.compile(r"^arrays/[0-9a-f]{20}\.npz$")
 
 #: Evidence of the current run, by digest: the syrupy comparator receives serialised text only.
 _CURRENT: dict[str, Evidence] = {}
+#: Sidecars this process wrote, by resolved folder: a sweep may delete these (and those the
+#: baseline manifest lists), nothing else.
+_WRITTEN: dict[Path, set[str]] = {}
 
 
 def relpath(evidence: Evidence) -> str:
@@ -33,6 +38,7 @@ def save(folder: Path, evidence: Evidence) -> str:
     path = Path(folder) / rel
     if not path.is_file():
         atomic_save_npz(path, evidence.arrays())
+        _WRITTEN.setdefault(Path(folder).resolve(), set()).add(rel)
     return rel
 
 
@@ -68,27 +74,52 @@ def recall(digest: str | None) -> Evidence | None:
     return _CURRENT.get(digest or "")
 
 
-def sweep(folder: Path, referenced: Iterable[str]) -> list[Path]:
-    """Delete sidecars under ``folder`` that no snapshot references; returns what went."""
-    keep = {Path(folder) / r for r in referenced}
+def sweep(folder: Path, referenced: Iterable[str], owned: Iterable[str]) -> list[Path]:
+    """Delete the sidecars of ``owned`` (relative paths benchc wrote) under ``folder`` that no
+    snapshot references; returns what went. Any other file is left alone."""
+    keep = set(referenced)
     gone = []
-    for path in sorted((Path(folder) / ARRAYS).glob("*.npz")):
-        if path not in keep:
+    for rel in sorted(set(owned) - keep):
+        path = Path(folder) / rel
+        if _NAME.match(rel) and path.is_file():
             path.unlink()
             gone.append(path)
     return gone
 
 
-def sweep_unreferenced(thresholds_dir: Path) -> None:
-    """After a re-record, delete the evidence files no snapshot of their model folder
-    references; an unreadable snapshot stops the sweep (it might reference any of them)."""
-    for folder in sorted(p for p in Path(thresholds_dir).glob("*") if (p / ARRAYS).is_dir()):
-        refs = set()
-        for path in folder.glob("*.json"):
-            try:
-                ev = json.loads(path.read_text(encoding="utf-8")).get("evidence") or {}
-            except (OSError, ValueError):
-                return  # an unreadable snapshot: delete nothing it might reference
-            if ev.get("file"):
-                refs.add(ev["file"])
-        sweep(folder, refs)
+def referenced(folder: Path) -> set[str] | None:
+    """The sidecars the benchc snapshots in ``folder`` name; None when one of its ``*.json``
+    cannot be read (it might name any of them). JSON that is not a benchc snapshot (a list,
+    another tool's file) names none."""
+    refs: set[str] = set()
+    for path in sorted(Path(folder).glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or "benchc_snapshot" not in data:
+            continue
+        ev = data.get("evidence")
+        if isinstance(ev, dict) and isinstance(ev.get("file"), str):
+            refs.add(ev["file"])
+    return refs
+
+
+def written(folder: Path) -> set[str]:
+    """The sidecars of ``folder`` benchc wrote: those its baseline manifest lists and those
+    this process wrote."""
+    from benchc.gates.baselines import read_manifest
+
+    listed = read_manifest(folder).get("files") or []
+    owned = {f for f in listed if isinstance(f, str) and _NAME.match(f)}
+    return owned | _WRITTEN.get(Path(folder).resolve(), set())
+
+
+def sweep_unreferenced(folder: Path) -> list[Path]:
+    """After a re-record of the baseline in ``folder`` (that folder only, never its
+    siblings): delete the sidecars benchc wrote there that no snapshot references any more;
+    nothing when a snapshot is unreadable."""
+    refs = referenced(folder)
+    if refs is None or not Path(folder).is_dir():
+        return []
+    return sweep(folder, refs, written(folder))

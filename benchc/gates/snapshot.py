@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from syrupy.data import SnapshotCollections
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+from syrupy.extensions.single_file import SingleFileSnapshotExtension
 
 from benchc import spec
 from benchc.fsutil import slug as model_slug  # noqa: F401  (the one slug rule)
@@ -75,17 +75,17 @@ class ThresholdLocationMixin:
 
 
 class PayloadSerializerMixin:
-    """Serialise a :class:`Payload` as stable, indented JSON text that names its sidecar."""
+    """Serialise a :class:`Payload` as stable, indented JSON that names its sidecar, encoded as
+    UTF-8 here: syrupy's single-file extension writes bytes as given (its text mode is set
+    through a private attribute), so the file is exactly the JSON text."""
 
-    _write_mode = WriteMode.TEXT
-
-    def serialize(self, data: Any, **_: Any) -> str:
+    def serialize(self, data: Any, **_: Any) -> bytes:
         if not isinstance(data, Payload):
             raise TypeError(f"threshold snapshots hold benchc Payloads, not {type(data).__name__}")
         if data.evidence is None:
-            return data.to_json()
+            return data.to_json().encode("utf-8")
         sidecar.remember(data.evidence)
-        return data.to_json(evidence_file=sidecar.relpath(data.evidence))
+        return data.to_json(evidence_file=sidecar.relpath(data.evidence)).encode("utf-8")
 
 
 def recorded_vsi_support(model_folder: Path) -> str:

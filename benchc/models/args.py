@@ -113,7 +113,6 @@ HF_ARGS: dict[str, ArgSpec] = {
     "quantization": ArgSpec(
         _choice("bnb-8bit", "bnb-4bit"), "model", True, "bitsandbytes quantization config"
     ),
-    "low_cpu_mem_usage": ArgSpec(_bool, "model", False, "stream weights while loading"),
     "max_pixels": ArgSpec(_int(1), "processor", True, "Qwen-VL processors: max image pixels"),
     "min_pixels": ArgSpec(_int(1), "processor", True, "Qwen-VL processors: min image pixels"),
 }

@@ -698,7 +698,7 @@ def _load_model(
 ) -> torch.nn.Module:
     """Try the image-text-to-text auto class, then causal-LM (remote-code VLM families).
 
-    ``extra``: ``from_pretrained`` model args (``attn_implementation``, ``low_cpu_mem_usage``,
+    ``extra``: ``from_pretrained`` model args (``attn_implementation``,
     ``quantization`` = ``bnb-8bit`` / ``bnb-4bit``, turned into a ``BitsAndBytesConfig``)."""
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 

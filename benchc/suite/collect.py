@@ -7,29 +7,15 @@ session's lives in :class:`benchc.suite.session.SuiteSession`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from benchc.suite.session import LoadError, SuiteSession
+from benchc.suite.markers import MARKERS, PER_SAMPLE_OFF, register_markers  # noqa: F401
+from benchc.suite.session import LoadError
 
-#: The suite's own markers (this checkout's opt-in markers are the root conftest's).
-MARKERS = {
-    "benchc_cell": "one (corruption, severity) cell of the robustness suite",
-    "benchc_family": "a corruption-family gate (noise, blur, weather, photometric, digital)",
-    "benchc_model": "a model-level robustness gate",
-    "benchc_sample": "a per-sample drill-down case (--per-sample)",
-    "benchc_case": "what a suite case covers: corruption, family, severity, figure, sample "
-    "(select with -m \"benchc_case(family='blur')\" or -k family:blur)",
-}
-#: The id of the one placeholder case a ``--per-sample`` test gets without that option.
-PER_SAMPLE_OFF = "per-sample-off"
-
-
-def register_markers(config: pytest.Config) -> None:
-    """``--strict-markers`` holds wherever the plugin is installed, not only in this checkout."""
-    for name, text in MARKERS.items():
-        config.addinivalue_line("markers", f"{name}: {text}")
+if TYPE_CHECKING:
+    from benchc.suite.session import SuiteSession
 
 
 def _params(item: pytest.Item) -> dict[str, Any]:
@@ -178,6 +164,7 @@ def prepare(
 def _load(config: pytest.Config, items: list[pytest.Item], state: SuiteSession) -> None:
     from benchc.suite.preflight import check_baseline
 
+    _check_outputs(config, state)
     state.planned_conditions = planned_conditions(items, state.cfg.conditions)
     _ = state.dataset
     suite = [i for i in items if is_suite_item(i)]
@@ -198,9 +185,20 @@ def _load(config: pytest.Config, items: list[pytest.Item], state: SuiteSession) 
         _ = state.vsi_run  # the VSI gates' dataset: its errors come before any case too
 
 
-def check_sources(state: SuiteSession) -> None:
-    """Dataset and model source, where nothing is collected (the xdist controller)."""
+def _check_outputs(config: pytest.Config, state: SuiteSession) -> None:
+    """Every folder the run writes into, before anything is loaded or computed."""
+    from benchc.suite.outputs import output_problem
+
+    problem = output_problem(state.cfg, update=bool(config.getoption("update_snapshots", False)))
+    if problem is not None:
+        raise LoadError(problem)
+
+
+def check_sources(config: pytest.Config, state: SuiteSession) -> None:
+    """Output folders, dataset and model source, where nothing is collected (the xdist
+    controller)."""
     from benchc.suite.session import check_model_source
 
+    _check_outputs(config, state)
     _ = state.dataset
     check_model_source(state.cfg)

@@ -11,18 +11,20 @@ from typing import TYPE_CHECKING
 import pytest
 
 from benchc.suite import xdist
-from benchc.suite.config import SuiteConfig
-from benchc.suite.keys import RUN_DIRS, SESSION
-from benchc.suite.session import SuiteSession
+from benchc.suite.keys import RUN_DIRS
 
-if TYPE_CHECKING:  # the run's stack (torch, the corruptions) loads on first use
+if TYPE_CHECKING:  # the suite's stack loads on first use, never in an unrelated run
+    from benchc.suite.config import SuiteConfig
     from benchc.suite.run import SuiteRun
+    from benchc.suite.session import SuiteSession
 
 
 @pytest.fixture(scope="session")
 def benchc_session(pytestconfig: pytest.Config) -> SuiteSession:
     """The process-wide suite state (config, dataset, backend, run)."""
-    return pytestconfig.stash[SESSION]
+    from benchc.suite.activate import activate
+
+    return activate(pytestconfig)
 
 
 @pytest.fixture(scope="session")

@@ -133,6 +133,37 @@ class GateCheck:
                 pytrace=False,
             )
 
+    def _unusable_header(self) -> dict[str, Any] | None:
+        """Under ``--snapshot-update``, the ``info`` of a snapshot that exists but cannot be
+        loaded (its evidence is damaged or missing), when its header is this benchc's; a
+        ``pytest.fail`` when its rules cannot be read. None: no such file, or not a snapshot
+        of this format (re-recording it is the fix)."""
+        import json
+
+        from benchc.gates.payload import FORMAT
+        from benchc.gates.rules import parse_rule
+
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("benchc_snapshot") != FORMAT:
+            return None
+        problem = None
+        try:
+            for rule in data.get("rules") or ():
+                parse_rule(rule)
+        except (RuleError, TypeError, ValueError) as exc:
+            problem = str(exc)
+        if problem is not None:
+            pytest.fail(
+                f"{self.path}: a gate rule cannot be read ({problem}); nothing was recorded for "
+                "this case: fix the rule (or delete it for the default) and record again",
+                pytrace=False,
+            )
+        info = data.get("info")
+        return info if isinstance(info, dict) else {}
+
     def __call__(self, payload: Payload) -> None:
         baseline = self.baseline()
         if self.update:
@@ -229,20 +260,24 @@ class GateCheck:
 
     def _record(self, payload: Payload, baseline: Payload | None) -> None:
         """``--snapshot-update``: merge rules, write the sidecar, let syrupy write the JSON.
-        A grid-level snapshot recorded over more cells than this run selects is kept."""
+        A grid-level snapshot recorded over more cells than this run selects is kept, usable
+        or not; a snapshot whose rules cannot be read is never replaced (its hand edits would
+        be lost silently)."""
         from benchc.suite.payloads import with_rules
 
-        if baseline is not None and payload.level in ("model", "family"):
-            old = set(baseline.info.get(pipeline.GRID_KEY) or ())
+        header = baseline.info if baseline is not None else self._unusable_header()
+        if header is not None and payload.level in ("model", "family"):
+            old = set(header.get(pipeline.GRID_KEY) or ())
             new = set(payload.info.get(pipeline.GRID_KEY) or ())
-            same_data = not pipeline.settings_mismatch(baseline, payload)
+            same_data = not pipeline.info_mismatch(header, payload.info)
             if same_data and not old <= new:
+                unusable = "" if baseline is not None else " (it is unusable: record all its cells)"
                 if self.sink is not None:
                     self.sink(
                         self.node.name,
                         {"case": self.node.name, "scope": payload.scope, "level": payload.level,
                          "status": "kept", "reason": f"recorded over {len(old)} cells, this "
-                         f"run selects {len(new)}: a subset run never overwrites it"},
+                         f"run selects {len(new)}: a subset run never overwrites it{unusable}"},
                     )  # fmt: skip
                 return
         rules = default_rules(payload.level)

@@ -6,11 +6,14 @@ same keys without importing each other.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from benchc.suite.session import SuiteSession
+if TYPE_CHECKING:  # never imported for the keys: an unrelated run loads none of the suite
+    pass
 
-SESSION = pytest.StashKey[SuiteSession]()
+SESSION = pytest.StashKey["SuiteSession"]()
 RUN_DIRS = pytest.StashKey[set]()
 NOTES = pytest.StashKey[list]()
 LOAD_ERROR = pytest.StashKey[str]()
@@ -23,3 +26,5 @@ BUDGET = pytest.StashKey["ErrorBudget"]()
 OVERALL = pytest.StashKey["Overall"]()
 #: pytest's ``record_testsuite_property`` (a gate case asked for it): the JUnit suite properties.
 SUITE_PROPERTY = pytest.StashKey[object]()
+#: One line per write that failed after the results were computed (report, exports, manifest).
+WRITE_ERRORS = pytest.StashKey[list]()

@@ -220,6 +220,20 @@ class Option:
     def dest(self) -> str:
         return f"benchc_{self.field}"
 
+    @property
+    def namespaced(self) -> str:
+        """``--benchc-<name>``: always declared, so it can never clash with another plugin's or
+        a repository's own option (syrupy's ``--snapshot-*``, pytest-benchmark's
+        ``--benchmark-*`` do the same)."""
+        name = self.flag[2:]
+        return self.flag if name.startswith("benchc-") else f"--benchc-{name}"
+
+    @property
+    def short(self) -> str | None:
+        """The documented short form (``--model``), declared only where it is free
+        (:func:`benchc.suite.shortforms.add_short_forms`)."""
+        return None if self.flag == self.namespaced else self.flag
+
     def convert(self, text: str) -> Any:
         """The argparse ``type=``: every refusal becomes ``argument --flag: <why, value>``."""
         assert self.type is not None
@@ -233,18 +247,23 @@ class Option:
                 message = message[len(self.flag) :].lstrip(": ")
             raise ArgumentTypeError(message) from None
 
-    def add_to(self, addoption: Callable[..., Any]) -> None:
-        """Declare on a pytest option group (or an ``argparse`` parser's ``add_argument``)."""
-        kwargs: dict[str, Any] = {"dest": self.dest, "help": SUPPRESS if self.hidden else self.help}
+    def add_to(self, addoption: Callable[..., Any], *flags: str, shown: bool = True) -> None:
+        """Declare ``flags`` (default: both forms) on a pytest option group (or an ``argparse``
+        parser's ``add_argument``). The argparse default is None, so "not given" is visible
+        (:func:`given_explicitly`); :meth:`given` supplies the real default."""
+        flags = flags or tuple(f for f in (self.short, self.namespaced) if f)
+        help_text = self.help.replace("%(default)s", str(self.default).replace("%", "%%"))
+        help_text = help_text if shown and not self.hidden else SUPPRESS
+        kwargs: dict[str, Any] = {"dest": self.dest, "help": help_text}
         if self.switch:
             kwargs["action"] = "store_true"
         else:
-            kwargs["default"] = self.default
+            kwargs["default"] = None
             if self.type is not None:
                 kwargs["type"] = self.convert
             if self.metavar is not None:
                 kwargs["metavar"] = self.metavar
-        addoption(self.flag, **kwargs)
+        addoption(*flags, **kwargs)
 
     def given(self, get: Callable[[str], Any]) -> Any:
         """The value from ``get(dest)`` (None: not given): defaulted, and converted when it is a
@@ -527,11 +546,34 @@ OPTIONS: tuple[Option, ...] = (
 
 BY_FIELD: dict[str, Option] = {opt.field: opt for opt in OPTIONS}
 
+#: What syrupy's ``--snapshot-update`` means in a benchc run (the docs' option reference; syrupy
+#: owns the flag and its help line).
+SNAPSHOT_UPDATE_MEANING = (
+    "benchc: record the baseline (--baseline NAME, else the model's own name) from this run's "
+    "figures into --thresholds-dir; rules edited in the snapshots survive (also syrupy's "
+    "snapshot update)"
+)
+
 
 def add_options(addoption: Callable[..., Any]) -> None:
-    """``pytest_addoption``: every option on the ``benchc`` group."""
+    """Every option under both its names (an ``argparse`` parser of benchc's own, where no
+    other option can clash)."""
     for opt in OPTIONS:
-        opt.add_to(addoption)
+        if opt.short:
+            opt.add_to(addoption, opt.short)
+        opt.add_to(addoption, opt.namespaced, shown=not opt.short)
+
+
+def add_namespaced_options(addoption: Callable[..., Any]) -> None:
+    """``pytest_addoption``: every option as ``--benchc-<name>`` only (the short forms follow
+    once the repository's own options are known)."""
+    for opt in OPTIONS:
+        opt.add_to(addoption, opt.namespaced)
+
+
+def given_explicitly(get: Callable[[str], Any]) -> list[str]:
+    """The options given on the command line (by their namespaced name)."""
+    return [o.namespaced for o in OPTIONS if get(o.dest) not in (None, False)]
 
 
 def default_of(field: str) -> Any:
@@ -556,9 +598,11 @@ __all__ = [
     "OPTIONS",
     "ConfigError",
     "Option",
+    "add_namespaced_options",
     "add_options",
     "config_values",
     "default_of",
+    "given_explicitly",
     "parse_corruptions",
     "parse_degrade",
     "parse_severities",

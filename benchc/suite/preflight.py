@@ -53,10 +53,13 @@ def _source_problems(
     spec: str | None,
     whose: str,
     ours: str,
+    extra_fix: dict[str, Any] | None = None,
 ) -> list[Problem]:
     """The dataset (by fingerprint) and image size one side of the baseline was recorded on,
-    against this run's (``cfg`` resolved for that side): the grid's or the VSI gates'."""
+    against this run's (``cfg`` resolved for that side): the grid's or the VSI gates'.
+    ``extra_fix``: settings that go with the recorded dataset (its ``--dataset-args``)."""
     out: list[Problem] = []
+    extra_fix = extra_fix or {}
     if recorded.get("dataset_fingerprint") not in (None, fp):
         out.append(
             (
@@ -65,7 +68,7 @@ def _source_problems(
                 + (f" ({spec})" if spec else "")
                 + f", fingerprint {str(recorded['dataset_fingerprint'])[:12]}; this run's "
                 f"{cfg.dataset} has {fp[:12]}",
-                {key: spec or UNKNOWN},
+                {key: spec or UNKNOWN, **extra_fix},
             )
         )
     if "image_size" in recorded and recorded["image_size"] != cfg.resolved_image_size():
@@ -82,9 +85,11 @@ def _source_problems(
 
 def _grid_problems(cfg: SuiteConfig, fp: str, rec: Recorded) -> list[Problem]:
     g = rec.grid
+    # the recorded dataset's own column mapping (none recorded: the run's, as before)
+    args = {"dataset_args": rec.manifest.get("dataset_args", cfg.dataset_args)}
     out = _source_problems(
         g, fp, cfg, flag="--dataset", key="dataset", spec=rec.manifest.get("dataset"),
-        whose="the baseline", ours="this run",
+        whose="the baseline", ours="this run", extra_fix=args,
     )  # fmt: skip
     if g.get("seed") is not None and g["seed"] != cfg.seed:
         out.append(

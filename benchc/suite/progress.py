@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TextIO
 
 from tqdm import tqdm
@@ -111,18 +112,30 @@ class _Writer:
         pass
 
 
+#: While a suite case runs: its ``capsys.disabled`` (pytest's public way past output capture,
+#: set by the ``benchc_gate`` fixture); None between cases.
+_UNCAPTURED: list[Callable[[], AbstractContextManager[None]]] = []
+
+
+@contextmanager
+def uncaptured_by(disabled: Callable[[], AbstractContextManager[None]]) -> Iterator[None]:
+    """Within the block, progress lines go to the terminal through ``disabled()`` (a case's
+    ``capsys.disabled``): the cells compute inside test calls, whose output pytest captures."""
+    _UNCAPTURED.append(disabled)
+    try:
+        yield
+    finally:
+        _UNCAPTURED.remove(disabled)
+
+
 def terminal_writer(config: Any, stream: TextIO | None = None) -> Callable[[str], None]:
-    """Writes to the real stderr with pytest's output capture suspended (the cells compute
-    inside test calls, whose output pytest captures)."""
-    capture = config.pluginmanager.getplugin("capturemanager")
+    """Writes to the real stderr, past pytest's capture while a suite case runs
+    (:func:`uncaptured_by`); outside one (a session fixture's setup) the line is captured with
+    that phase's output."""
 
     def write(text: str) -> None:
         out = stream or STREAM or sys.__stderr__
-        if capture is not None:
-            with capture.global_and_fixture_disabled():
-                out.write(text)
-                out.flush()
-        else:
+        with _UNCAPTURED[-1]() if _UNCAPTURED else nullcontext():
             out.write(text)
             out.flush()
 

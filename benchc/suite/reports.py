@@ -1,6 +1,9 @@
 """What a finished suite run writes besides the terminal summary: ``--report DIR`` and the CI
 step summary. Plain data in (config, run folders, verdict records), so that the plugin's
-session-end hook stays a few lines and this can be called without pytest.
+session-end hook stays a few lines and this can be called without pytest. Every write here comes
+after the results were computed: one that fails is one line naming its folder
+(:func:`benchc.suite.outputs.after_compute`), the others still run, and the report's line says
+how to rebuild it from the stored results.
 """
 
 from __future__ import annotations
@@ -24,46 +27,58 @@ def write_reports(
     sides: dict[str, str] | None = None,
     notes: list[str] | None = None,
     baseline_folder: Path | None = None,
-    run_notes: list[str] | None = None,
     overall: Overall | None = None,
-) -> None:
+    run_notes: list[str] | None = None,
+) -> list[str]:
     """``--report DIR``: the HTML page and JSON of this run with its gate verdicts and
-    ``run_notes`` (the notes the terminal prints); the Markdown verdict table into
-    ``$GITHUB_STEP_SUMMARY`` when CI sets it; then ``--log-samples`` and the exporters
-    (:mod:`benchc.export.session`)."""
+    ``run_notes`` (the notes the terminal prints); the
+    Markdown verdict table into ``$GITHUB_STEP_SUMMARY`` when CI sets it; then
+    ``--log-samples`` and the exporters (:mod:`benchc.export.session`). ``overall``: the run's
+    verdict, decided once (:mod:`benchc.suite.overall`). Returns one line per write that
+    failed."""
+    import os
+
+    from benchc.export.session import after_run
     from benchc.provenance import session
     from benchc.report import ci
+    from benchc.suite.outputs import after_compute
 
     dirs = [Path(d) for d in sorted(run_dirs)]
     this = session(cfg.command_line)  # once: the page, report.json and the exporters say the same
+    writer = partial(write_page, baseline_folder=baseline_folder, overall=overall, session=this,
+                     notes=run_notes)  # fmt: skip
+    errors: list[str | None] = []
     page = None
     if cfg.report is not None and dirs:
-        page = write_page(
-            cfg, dirs, verdicts, cfg.report, baseline_folder=baseline_folder, overall=overall,
-            session=this, notes=run_notes,
-        )  # fmt: skip
-    if verdicts:
-        ci.write_step_summary(
-            verdicts,
-            report=str(page) if page else None,
-            sides=sides,
-            notes=notes or (),
-            overall=overall,
+        page, error = after_compute(
+            "the report (--report)",
+            cfg.report,
+            lambda: writer(cfg, dirs, verdicts, cfg.report),
         )
-    from benchc.export.session import after_run
+        if error:
+            errors.append(f"{error}; rebuild it from the kept results: "
+                          f"{rebuild_command(cfg.report, dirs, baseline_folder)}")  # fmt: skip
+    if verdicts:
+        errors.append(after_compute(
+            "the CI step summary", os.environ.get("GITHUB_STEP_SUMMARY"),
+            lambda: ci.write_step_summary(verdicts, report=str(page) if page else None,
+                                          sides=sides, notes=notes or (), overall=overall),
+        )[1])  # fmt: skip
+    errors.append(after_compute(
+        "the per-sample log and exports", cfg.report,
+        lambda: after_run(cfg, dirs, verdicts, writer),
+    )[1])  # fmt: skip
+    return [e for e in errors if e]
 
-    after_run(
-        cfg,
-        dirs,
-        verdicts,
-        partial(
-            write_page,
-            baseline_folder=baseline_folder,
-            overall=overall,
-            session=this,
-            notes=run_notes,
-        ),
-    )
+
+def rebuild_command(out: Path, dirs: list[Path], baseline_folder: Path | None) -> str:
+    """The ``benchc report`` command that writes this run's report again from the store."""
+    import shlex
+
+    words = ["benchc", "report", *map(str, dirs), "--out", str(out)]
+    if baseline_folder is not None:
+        words += ["--baseline", str(baseline_folder)]
+    return shlex.join(words)
 
 
 def write_page(
@@ -73,9 +88,9 @@ def write_page(
     out: Path,
     *,
     baseline_folder: Path | None = None,
-    notes: list[str] | None = None,
     overall: Overall | None = None,
     session: dict | None = None,
+    notes: list[str] | None = None,
 ) -> Path:
     """The report of ``dirs`` in ``out``: one run (with its VSI run) against its baseline, or
     several runs compared; ``notes``: the session's run notes (None: what the runs show)."""
@@ -95,9 +110,9 @@ def write_page(
             record_command=_record_command(cfg, baseline_folder),
             accept_command=_accept_command(cfg),
             vsi_support=cfg.vsi_support,
-            notes=notes,
             overall=overall,
             session=session,
+            notes=notes,
         )
     return compare_runs([g for g, _ in groups], out, vsi_dirs=[v for _, v in groups])
 

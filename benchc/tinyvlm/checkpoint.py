@@ -222,8 +222,7 @@ def make_model(config: TinyVLMConfig, tokenizer, seed: int):
 
 def make_processor(config: TinyVLMConfig, tokenizer):
     """PIL-backend CLIP preprocessing (torchvision's differs by up to 1.6e-4 in logits) + LLaVA."""
-    from transformers import LlavaProcessor
-    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+    from transformers import CLIPImageProcessorPil, LlavaProcessor
 
     size = config.image_size
     # Squash to a square rather than centre-crop: a crop would cut question-relevant content

@@ -97,12 +97,12 @@ def test_overall_verdict(counts, available, want):
 
 
 # -- the Hub: the staged folder, the card huggingface_hub parses, the one upload call -----------
-def test_hub_folder_and_card(report_dir, snapshots, monkeypatch):
+def test_hub_folder_and_card(report_dir, snapshots, monkeypatch, tmp_path):
     from huggingface_hub import DatasetCard
 
     b = bundle_mod.build(report_dir, thresholds_dir=snapshots)
-    folder = hub.stage(b)
-    assert folder == report_dir / "hub"
+    folder = hub.stage(b, tmp_path / "stage")
+    assert folder == tmp_path / "stage" and not (report_dir / "hub").exists()
     names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     assert names == [
         "README.md", "benchc-summary.json", "report.html", "report.json",
@@ -128,6 +128,8 @@ def test_hub_folder_and_card(report_dir, snapshots, monkeypatch):
             return type("Info", (), {"commit_url": "https://hub.example/commit/1"})()
 
     monkeypatch.setattr("huggingface_hub.HfApi", FakeApi)
+    reached: list[str] = []
+    monkeypatch.setattr(hub.reach, "check", lambda service, url: reached.append(url))
     assert hub.upload(folder, "org/reports") == "https://hub.example/commit/1"
     assert calls == [
         ("create_repo", {"repo_id": "org/reports", "repo_type": "dataset", "private": True,
@@ -135,6 +137,11 @@ def test_hub_folder_and_card(report_dir, snapshots, monkeypatch):
         ("upload_folder", {"repo_id": "org/reports", "folder_path": str(folder),
                            "repo_type": "dataset", "commit_message": "benchc report"}),
     ]  # fmt: skip
+    from huggingface_hub.constants import ENDPOINT
+
+    assert reached == [ENDPOINT]  # the endpoint answered before the first call
+    with pytest.raises(hub.ExportError, match="must be empty"):  # never stages over files
+        hub.stage(b, folder)
 
 
 def test_push_to_hub_after_a_run_without_report_dir(tmp_path, run_dir, snapshots, monkeypatch):
@@ -212,7 +219,7 @@ def test_wandb_offline_run_files_read_back(report_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     monkeypatch.setenv("WANDB_SILENT", "true")
     b = bundle_mod.build(report_dir)
-    folder = wb_export.export(b, "benchc-test")
+    folder = wb_export.export(b, "benchc-test", local_dir=tmp_path / "elsewhere")
     assert folder.parent == tmp_path / "wandb" and folder.name.startswith("offline-run-")
     files = folder / "files"
     assert (files / "report.json").read_bytes() == (report_dir / "report.json").read_bytes()
@@ -240,6 +247,22 @@ def test_wandb_offline_run_files_read_back(report_dir, tmp_path, monkeypatch):
         "report.json",
         "benchc-summary.json",
     }
+
+
+@pytest.mark.exporters
+def test_wandb_files_go_to_the_named_folder_never_the_working_directory(
+    report_dir, tmp_path, monkeypatch
+):
+    from benchc.export import wandb as wb_export
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.delenv("WANDB_DIR", raising=False)
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    folder = wb_export.export(bundle_mod.build(report_dir), "benchc-test", local_dir=tmp_path / "r")
+    assert folder.parent == tmp_path / "r" / "wandb"
+    assert list((tmp_path / "cwd").iterdir()) == []
 
 
 # -- MLflow, a local file store read back ------------------------------------------------------

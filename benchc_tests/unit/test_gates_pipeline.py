@@ -106,9 +106,16 @@ def test_sweep_unreferenced_keeps_what_a_snapshot_names(tmp_path: Path):
     folder = tmp_path / "m"
     kept = sidecar.save(folder, _grid())
     other = sidecar.save(folder, _grid(20))
-    (folder / "test_cell-fog-1.json").write_text(f'{{"evidence": {{"file": "{kept}"}}}}')
-    sidecar.sweep_unreferenced(tmp_path)
+    snap = f'{{"benchc_snapshot": 1, "evidence": {{"file": "{kept}"}}}}'
+    (folder / "test_cell-fog-1.json").write_text(snap)
+    (folder / "notes.json").write_text("[1, 2]")  # another tool's JSON names nothing
+    sibling = tmp_path / "other"  # a sibling folder of the same shape is never swept
+    (sibling / "arrays").mkdir(parents=True)
+    (sibling / "arrays" / "keep.npz").write_bytes(b"x")
+    (sibling / "a.json").write_text("{}")
+    assert sidecar.sweep_unreferenced(folder) == [folder / other]
     assert (folder / kept).is_file() and not (folder / other).exists()
+    assert (sibling / "arrays" / "keep.npz").read_bytes() == b"x"
 
 
 def _cell(n=40, seed=1):

@@ -118,8 +118,10 @@ def test_sweep_keeps_referenced_sidecars_only(tmp_path):
     kept = sidecar.save(tmp_path, _evidence(0.0))
     gone = sidecar.save(tmp_path, _evidence(1.0))
     assert sidecar.save(tmp_path, _evidence(0.0)) == kept  # content-addressed: stored once
-    assert sidecar.sweep(tmp_path, [kept]) == [tmp_path / gone]
-    assert (tmp_path / kept).is_file()
+    foreign = tmp_path / "arrays" / ("0" * 20 + ".npz")  # benchc's shape, not benchc's file
+    foreign.write_bytes(b"someone else's")
+    assert sidecar.sweep(tmp_path, [kept], [kept, gone]) == [tmp_path / gone]
+    assert (tmp_path / kept).is_file() and foreign.read_bytes() == b"someone else's"
 
 
 def test_update_mode_records_any_change(tmp_path):
@@ -133,4 +135,4 @@ def test_serializer_refuses_other_data():
     ext = extension_for("t", "m", update=False)()
     with pytest.raises(TypeError, match="benchc Payloads"):
         ext.serialize({"ras": 1})
-    assert '"evidence"' in ext.serialize(_payload(0.1))
+    assert b'"evidence"' in ext.serialize(_payload(0.1))

@@ -17,7 +17,7 @@ OPENAI = "openai:m@http://127.0.0.1:9/v1"
 def test_parse_types_each_key() -> None:
     args = parse_model_args(
         "device_map=auto, attn_implementation=sdpa,torch_dtype=bfloat16,max_pixels=401408,"
-        "low_cpu_mem_usage=true,quantization=bnb-4bit",
+        "quantization=bnb-4bit",
         HF,
     )
     assert args == {
@@ -25,7 +25,6 @@ def test_parse_types_each_key() -> None:
         "attn_implementation": "sdpa",
         "torch_dtype": "bfloat16",
         "max_pixels": 401408,
-        "low_cpu_mem_usage": True,
         "quantization": "bnb-4bit",
     }
     assert parse_model_args("concurrency=8,rate_limit=2.5,logprobs=false", OPENAI) == {
@@ -71,14 +70,25 @@ def test_fingerprint_names_only_output_changing_args() -> None:
     assert fingerprint_part({"concurrency": 3}, OPENAI_ARGS) == ""
 
 
-def test_hf_backend_applies_model_args() -> None:
+def test_hf_backend_applies_model_args(monkeypatch) -> None:
+    import transformers
+
+    # what from_pretrained was given (transformers keeps the resolved choice in a private field)
+    given: list[dict] = []
+    real = transformers.AutoModelForImageTextToText.from_pretrained
+
+    def spy(*args, **kwargs):
+        given.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoModelForImageTextToText, "from_pretrained", spy)
     plain = HFBackend(str(tiny_model_dir()), batch_size=2)
     eager = HFBackend(
         str(tiny_model_dir()),
         batch_size=2,
         model_args={"attn_implementation": "eager", "torch_dtype": "float32"},
     )
-    assert eager.model.config._attn_implementation == "eager"
+    assert "attn_implementation" not in given[0] and given[-1]["attn_implementation"] == "eager"
     assert eager.dtype == torch.float32
     assert "attn_implementation=eager" in eager.fingerprint
     assert eager.fingerprint != plain.fingerprint

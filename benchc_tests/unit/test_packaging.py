@@ -55,10 +55,16 @@ def test_wheel_installs_and_runs_the_suite_outside_the_checkout(tmp_path: Path) 
         n.startswith(("benchc_tests/unit/", "benchc_tests/browser/", "fixtures/")) for n in names
     )
 
+    # A fresh venv, nothing of this environment's: the wheel's declared dependencies resolve to
+    # the newest versions they allow, as for a user (torch first, the machine's CPU build).
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], tmp_path, env)
+    _run([sys.executable, "-m", "venv", str(venv)], tmp_path, env)
     python = str(venv / "bin" / "python")
-    _run([python, "-m", "pip", "install", "--no-deps", "-q", str(wheel)], tmp_path, env)
+    _run([python, "-m", "pip", "install", "-q", "torch==2.13.0"], tmp_path, env)
+    # every dependency resolved and fetched, as for a user: minutes on a busy 2-core machine
+    _run([python, "-m", "pip", "install", "-q", f"{wheel}[report]"], tmp_path, env, timeout=1800)
+    versions = _run([python, "-m", "pip", "list", "--format=freeze"], tmp_path, env)
+    print(versions)  # what the wheel resolved to, in the test's output
 
     user_repo = tmp_path / "user-repo"  # outside the checkout, no conftest, no pyproject
     user_repo.mkdir()

@@ -21,7 +21,7 @@ from benchc_tests.unit.suite_project import make_suite_project
 pytest_plugins = ["pytester"]
 
 #: Every declared option but the hidden one (``benchc.suite.options`` is the one declaration).
-OPTIONS = [opt.flag for opt in DECLARED if not opt.hidden]
+OPTIONS = [opt.namespaced for opt in DECLARED if not opt.hidden]  # the short forms: hidden
 
 
 @pytest.fixture(scope="module")

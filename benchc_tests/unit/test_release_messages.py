@@ -46,6 +46,7 @@ def test_every_printed_command_carries_every_comparability_setting(tmp_path):
             "benchc_model": str(tmp_path / "model"),
             "benchc_model_args": "attn_implementation=eager",
             "benchc_dataset": str(tmp_path / "data"),
+            "benchc_dataset_args": "id=qid,options=A|B|C|D",
             "benchc_vsi_dataset": str(tmp_path / "vsi"),
             "benchc_corruptions": "fog,blur",
             "benchc_severities": "2-3",

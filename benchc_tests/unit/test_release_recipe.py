@@ -177,7 +177,11 @@ def test_a_regressed_candidate_fails_the_gate_and_the_report(setup):
     assert sorted((repo / ".benchc" / "regressed").rglob("manifest.json")) == stored
     still = _run(gate, repo, env)  # the same baseline again: the regression is still there
     assert still.returncode == 1, still.stdout[-3000:]
+    saved = setup["root"] / "thresholds-regressed"  # the whole-baseline accept: put it back
+    shutil.copytree(repo / "thresholds", saved)
     assert _run(accept_cmd, repo, env).returncode == 0, accept_cmd
+    shutil.rmtree(repo / "thresholds")
+    shutil.copytree(saved, repo / "thresholds")
     # the failure prints how to accept the change: run as printed, the next gate run passes
     accept = [ln.split("': ", 1)[1] for ln in done.stdout.splitlines() if "is intended" in ln]
     assert accept and all("--baseline=qwen-v1" in c for c in accept)

@@ -296,7 +296,8 @@ def test_ci_properties_and_step_summary(tmp_path):
     assert props["benchc.ras.mdr"] == ""
     assert json.loads(props["benchc.ras.verdict"])["scope"] == "fog-2"
     md = ci.step_summary([v, verdict("fog-1", "ras", "pass")], report="out/report.html")
-    assert "1 failed" in md and "| fail | RAS | fog-2 | -0.1000 | -0.3000 | -0.2000 |" in md
+    assert "FAIL: 1 gate(s) failed" in md
+    assert "| fail | RAS | fog-2 | -0.1000 | -0.3000 | -0.2000 |" in md
     assert "fog-1" not in md  # passes are counted, not listed
     target = tmp_path / "summary.md"
     assert ci.write_step_summary([v], environ={}) is None

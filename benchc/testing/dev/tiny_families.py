@@ -176,9 +176,9 @@ _QWEN_TEMPLATE = chat_template(
 
 
 def _qwen_processor(patch: int, cls: type | None = None) -> Any:
-    from transformers import Qwen2VLProcessor
-    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
+    from transformers import (
         Qwen2VLImageProcessorPil,
+        Qwen2VLProcessor,
     )
 
     tokenizer = make_tokenizer(
@@ -338,8 +338,12 @@ def _llama_text(tokenizer: Any, **extra: Any) -> dict[str, Any]:
 
 
 def build_llava(out: Path, seed: int = 0) -> Path:
-    from transformers import LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
-    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+    from transformers import (
+        CLIPImageProcessorPil,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
 
     tok = _chatml_tokenizer()
     processor = LlavaProcessor(
@@ -367,9 +371,11 @@ _PINPOINTS = [[32, 64], [64, 32], [64, 64]]
 
 
 def build_llava_next(out: Path, seed: int = 0) -> Path:
-    from transformers import LlavaNextConfig, LlavaNextForConditionalGeneration, LlavaNextProcessor
-    from transformers.models.llava_next.image_processing_pil_llava_next import (
+    from transformers import (
+        LlavaNextConfig,
+        LlavaNextForConditionalGeneration,
         LlavaNextImageProcessorPil,
+        LlavaNextProcessor,
     )
 
     tok = _chatml_tokenizer()
@@ -401,10 +407,8 @@ def build_llava_onevision(out: Path, seed: int = 0) -> Path:
     from transformers import (
         LlavaOnevisionConfig,
         LlavaOnevisionForConditionalGeneration,
-        LlavaOnevisionProcessor,
-    )
-    from transformers.models.llava_onevision.image_processing_pil_llava_onevision import (
         LlavaOnevisionImageProcessorPil,
+        LlavaOnevisionProcessor,
     )
 
     tok = _chatml_tokenizer()
@@ -449,9 +453,11 @@ _IDEFICS_TEMPLATE = chat_template(
 
 
 def build_idefics3(out: Path, seed: int = 0) -> Path:
-    from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3Processor
-    from transformers.models.idefics3.image_processing_pil_idefics3 import (
+    from transformers import (
+        Idefics3Config,
+        Idefics3ForConditionalGeneration,
         Idefics3ImageProcessorPil,
+        Idefics3Processor,
     )
 
     tok = make_tokenizer(
@@ -481,9 +487,11 @@ def build_idefics3(out: Path, seed: int = 0) -> Path:
 
 
 def build_smolvlm(out: Path, seed: int = 0) -> Path:
-    from transformers import SmolVLMConfig, SmolVLMForConditionalGeneration, SmolVLMProcessor
-    from transformers.models.smolvlm.image_processing_pil_smolvlm import (
+    from transformers import (
+        SmolVLMConfig,
+        SmolVLMForConditionalGeneration,
         SmolVLMImageProcessorPil,
+        SmolVLMProcessor,
     )
 
     tok = make_tokenizer(
@@ -520,8 +528,12 @@ def build_smolvlm(out: Path, seed: int = 0) -> Path:
 
 # -- Gemma 3, PaliGemma ------------------------------------------------------------------------
 def build_gemma3(out: Path, seed: int = 0) -> Path:
-    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3Processor
-    from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
+    from transformers import (
+        Gemma3Config,
+        Gemma3ForConditionalGeneration,
+        Gemma3ImageProcessorPil,
+        Gemma3Processor,
+    )
 
     tok = make_tokenizer(
         [
@@ -576,8 +588,12 @@ def build_gemma3(out: Path, seed: int = 0) -> Path:
 
 
 def build_paligemma(out: Path, seed: int = 0) -> Path:
-    from transformers import PaliGemmaConfig, PaliGemmaForConditionalGeneration, PaliGemmaProcessor
-    from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
+    from transformers import (
+        PaliGemmaConfig,
+        PaliGemmaForConditionalGeneration,
+        PaliGemmaProcessor,
+        SiglipImageProcessorPil,
+    )
 
     tok = make_tokenizer(
         ["<image>"], bos="<bos>", eos="<eos>", pad="<pad>", attrs={"image_token": "<image>"}
@@ -610,9 +626,11 @@ def build_paligemma(out: Path, seed: int = 0) -> Path:
 
 # -- InternVL ----------------------------------------------------------------------------------
 def build_internvl(out: Path, seed: int = 0) -> Path:
-    from transformers import InternVLConfig, InternVLForConditionalGeneration, InternVLProcessor
-    from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import (
+    from transformers import (
         GotOcr2ImageProcessorPil,
+        InternVLConfig,
+        InternVLForConditionalGeneration,
+        InternVLProcessor,
     )
 
     tok = make_tokenizer(
@@ -655,8 +673,12 @@ def build_internvl(out: Path, seed: int = 0) -> Path:
 
 # -- Mllama ------------------------------------------------------------------------------------
 def build_mllama(out: Path, seed: int = 0) -> Path:
-    from transformers import MllamaConfig, MllamaForConditionalGeneration, MllamaProcessor
-    from transformers.models.mllama.image_processing_pil_mllama import MllamaImageProcessorPil
+    from transformers import (
+        MllamaConfig,
+        MllamaForConditionalGeneration,
+        MllamaImageProcessorPil,
+        MllamaProcessor,
+    )
 
     tok = make_tokenizer(
         ["<|image|>", "<|start_header_id|>", "<|end_header_id|>", "<|python_tag|>"],
