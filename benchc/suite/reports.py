@@ -27,8 +27,8 @@ def write_reports(
     sides: dict[str, str] | None = None,
     notes: list[str] | None = None,
     baseline_folder: Path | None = None,
-    run_notes: list[str] | None = None,
     overall: Overall | None = None,
+    run_notes: list[str] | None = None,
 ) -> list[str]:
     """``--report DIR``: the HTML page and JSON of this run with its gate verdicts and
     ``run_notes`` (the notes the terminal prints); the
@@ -88,9 +88,9 @@ def write_page(
     out: Path,
     *,
     baseline_folder: Path | None = None,
-    notes: list[str] | None = None,
     overall: Overall | None = None,
     session: dict | None = None,
+    notes: list[str] | None = None,
 ) -> Path:
     """The report of ``dirs`` in ``out``: one run (with its VSI run) against its baseline, or
     several runs compared; ``notes``: the session's run notes (None: what the runs show)."""
@@ -110,9 +110,9 @@ def write_page(
             record_command=_record_command(cfg, baseline_folder),
             accept_command=_accept_command(cfg),
             vsi_support=cfg.vsi_support,
-            notes=notes,
             overall=overall,
             session=session,
+            notes=notes,
         )
     return compare_runs([g for g, _ in groups], out, vsi_dirs=[v for _, v in groups])
 
