@@ -39,6 +39,7 @@ def _session_members(sid: int) -> dict[int, str]:
     return out
 
 
+@pytest.mark.slow  # a killed multi-process run (~8 s); the default run stays under 3 min
 def test_sigkilled_run_leaves_no_worker_forkserver_or_tracker(pytester, tmp_path):
     from benchc.data import save_jsonl
     from benchc.data.synthetic import generate

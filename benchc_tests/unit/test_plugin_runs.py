@@ -232,6 +232,7 @@ def test_region_locator_replaces_the_whole_image_fallback(
     assert np.median(located["vsi"]) <= np.median(whole["vsi"])
 
 
+@pytest.mark.slow  # five suite runs on 32 samples (~14 s)
 def test_degraded_model_fails_then_update_passes(
     project, model_dir, medium_dataset, corruption_cache
 ):

@@ -224,6 +224,7 @@ def _suite_args(srv: ChatServer, tmp_path, name: str, data) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # four suite runs against a live server, then report and compare (~11 s)
 def test_suite_report_and_compare_read_every_run_a_server_gives(pytester, tmp_path) -> None:
     """A server without log-probs: the grid by sampling, VSI UNCHECKED (no traceback), the
     report says what is missing; a log-prob server: top-k VSI with no tower. ``benchc report``

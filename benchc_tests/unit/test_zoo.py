@@ -66,6 +66,7 @@ def _failing(base: GridEvidence, cur: GridEvidence) -> set[str]:
     return failed
 
 
+@pytest.mark.slow  # every mutant x strength through the real gates (~11 s)
 def test_committed_baseline_gates_catch_meaningful_mutants_and_pass_benign_jitter(grid):
     rng = np.random.default_rng(0)
     noise = rng.normal(0, 0.05, grid.logits.shape).astype(np.float32)
