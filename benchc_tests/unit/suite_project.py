@@ -19,3 +19,19 @@ def make_suite_project(pytester: pytest.Pytester) -> pytest.Pytester:
     for path in SUITE.glob("test_*.py"):
         (target / path.name).write_text(path.read_text())
     return pytester
+
+
+#: The embedded tiny model the plugin's end-to-end tests run.
+MODEL = SUITE.parents[1] / "fixtures" / "tiny-vlm"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _heavy_modules_loaded():
+    """Load torch, scikit-learn and the model out here: pytester's in-process runs unload every
+    module first imported inside them (import into a test module to use)."""
+    import sklearn.linear_model  # noqa: F401
+    import torch  # noqa: F401
+
+    from benchc.models import load_backend
+
+    load_backend(str(MODEL))

@@ -18,7 +18,6 @@ import benchc.metrics.vsi
 import benchc.models.hf
 import benchc.suite.session
 from benchc.results import ResultStore, RunKey
-from benchc_tests.unit.suite_project import make_suite_project
 from benchc_tests.unit.test_bad_inputs import outside_file, png, set_field, write_jsonl
 
 pytest_plugins = ["pytester"]
@@ -26,29 +25,7 @@ pytest_plugins = ["pytester"]
 MODEL = Path(__file__).resolve().parents[2] / "fixtures" / "tiny-vlm"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _heavy_modules_loaded():
-    import sklearn.linear_model  # noqa: F401
-    import torch  # noqa: F401
-
-    from benchc.models import load_backend
-
-    load_backend(str(MODEL))
-
-
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    return make_suite_project(pytester)
-
-
-@pytest.fixture
-def no_forward(monkeypatch):
-    """Any model forward fails the test: bad input must be caught before it."""
-
-    def forbidden(*args, **kwargs):
-        raise AssertionError("a model forward ran on bad input")
-
-    monkeypatch.setattr(benchc.models.hf.HFBackend, "prompt_logprobs", forbidden)
+from benchc_tests.unit.suite_project import _heavy_modules_loaded  # noqa: E402, F401  (autouse)
 
 
 def _args(root: Path, data: Path, *extra: str) -> list[str]:

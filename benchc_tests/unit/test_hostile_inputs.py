@@ -19,11 +19,6 @@ import pytest
 
 # pytester's in-process runs drop modules first imported inside them; torch cannot be imported
 # twice: load the stack out here (as test_hardening_runs does).
-import benchc.corruptions
-import benchc.metrics.vsi
-import benchc.models.hf
-import benchc.suite.session
-from benchc_tests.unit.suite_project import make_suite_project
 from benchc_tests.unit.test_bad_inputs import write_jsonl
 
 pytest_plugins = ["pytester"]
@@ -32,29 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "fixtures" / "tiny-vlm"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _heavy_modules_loaded():
-    import sklearn.linear_model  # noqa: F401
-    import torch  # noqa: F401
-
-    from benchc.models import load_backend
-
-    load_backend(str(MODEL))
-
-
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    return make_suite_project(pytester)
-
-
-@pytest.fixture
-def no_forward(monkeypatch):
-    """Any model forward fails the test: an unusable output path is found before it."""
-
-    def forbidden(*args, **kwargs):
-        raise AssertionError("a model forward ran")
-
-    monkeypatch.setattr(benchc.models.hf.HFBackend, "prompt_logprobs", forbidden)
+from benchc_tests.unit.suite_project import _heavy_modules_loaded  # noqa: E402, F401  (autouse)
 
 
 def hashes(*roots: Path) -> dict[str, str]:
