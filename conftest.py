@@ -81,6 +81,21 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         config.stash[WARMUP] = warmup.start(plan) if plan is not None else None
 
 
+@pytest.fixture(autouse=True)
+def _whole_matplotlib_before_pytester(request: pytest.FixtureRequest) -> None:
+    """pytester restores ``sys.modules`` after each in-process run: it drops the matplotlib
+    submodules the run imported (``gridspec``, ``figure``) but keeps the package, which still
+    holds them as attributes, so the next run's figures mix two generations of classes ("Single
+    argument to subplot must be a three-digit integer, not GridSpec"). Whenever this process
+    holds part of matplotlib (a test module's ``from matplotlib.colors import ...``), it imports
+    the parts the report draws with before pytester takes its snapshot."""
+    if "pytester" in request.fixturenames and "matplotlib" in sys.modules:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     started = session.config.stash.get(WARMUP, None)
     if started:
