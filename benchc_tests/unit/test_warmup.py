@@ -33,6 +33,7 @@ def test_only_a_run_mixing_the_suite_with_other_tests_warms_up(items, monkeypatc
     unit = [i for i in items if not is_suite_item(i)]
     assert len(unit) == 1 and len(suite) >= 1 + 1 + 6 + 2  # cell, family, model, vsi, ...
     plain = {"collect_only": False, "update": False, "parallel": False}
+    monkeypatch.delenv(warmup.WARMUP_ENV, raising=False)  # whatever the outer run was told
     assert warmup.wanted(items, **plain)
     assert not warmup.wanted(suite, **plain)  # the suite alone: the plain serial run
     assert not warmup.wanted(unit, **plain)
