@@ -76,15 +76,35 @@ def _part(folder: Path, start: int) -> Path:
 
 
 def _claim(path: Path) -> bool:
-    """Create ``path`` exclusively, recording who holds it."""
+    """Create ``path`` exclusively, recording who holds it. The record is written first and
+    hard-linked into place, so no other worker ever reads a claim without its holder (an empty
+    file read as "holder gone" let two workers score one chunk)."""
+    record = json.dumps({"host": socket.gethostname(), "pid": os.getpid()})
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}")
     try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        return False
+        tmp.write_text(record)
     except FileNotFoundError:  # the entry was finished and its parts removed meanwhile
         return False
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    except FileNotFoundError:
+        return False
+    except OSError:  # a filesystem without hard links: exclusive create, then the record
+        return _claim_exclusive(path, record)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _claim_exclusive(path: Path, record: str) -> bool:
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except (FileExistsError, FileNotFoundError):
+        return False
     with os.fdopen(fd, "w") as fh:
-        json.dump({"host": socket.gethostname(), "pid": os.getpid()}, fh)
+        fh.write(record)
     return True
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -110,3 +111,24 @@ def _host() -> str:
     import socket
 
     return socket.gethostname()
+
+
+def test_a_claim_appears_with_its_holder_and_leaves_nothing_else(tmp_path, monkeypatch):
+    """A claim is never seen empty (read as "holder gone", it let two workers score one
+    chunk): the record is linked into place whole; where hard links fail, exclusive create."""
+    from benchc.suite import share
+
+    path = tmp_path / f"{8:09d}"
+    assert share._claim(path) and not share._claim(path)
+    assert json.loads(path.read_text())["pid"] == os.getpid() and share._alive(path)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no staging file left
+
+    def no_links(*args):
+        raise OSError(1, "Operation not permitted")
+
+    monkeypatch.setattr(share.os, "link", no_links)
+    other = tmp_path / f"{16:09d}"
+    assert share._claim(other) and not share._claim(other)
+    assert json.loads(other.read_text())["host"] == _host()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name, other.name]
+    assert not share._claim(tmp_path / "gone" / f"{0:09d}")  # entry finished meanwhile
