@@ -268,6 +268,7 @@ def test_a_report_folder_holding_files_benchc_did_not_write_is_refused_up_front(
     assert hashes(mine, data) == before
 
 
+@pytest.mark.slow  # suite runs, then benchc report rebuilding the page (~6 s)
 def test_a_report_that_cannot_be_written_keeps_the_results_the_verdict_and_the_exit_code(
     project, capsys
 ):

@@ -135,6 +135,7 @@ def test_default_run_passes_on_the_committed_snapshot(project):
     assert "gates: 14 pass" in result.stdout.str()  # 4 cell + 4 family + 6 model figures
 
 
+@pytest.mark.slow  # five suite runs: none, record, --report, recompute, per-sample (~20 s)
 def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache):
     root = project.path
     args = _args(model_dir, small_dataset, corruption_cache, root)
@@ -196,6 +197,7 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
     assert len(skips) == 1 and "SKIPPED [8]" in skips[0] and "too noisy to judge" in skips[0]
 
 
+@pytest.mark.slow  # suite runs with and without a region locator (~7 s)
 def test_region_locator_replaces_the_whole_image_fallback(
     project, model_dir, small_dataset, corruption_cache, tmp_path
 ):
@@ -320,6 +322,7 @@ def test_killed_xdist_run_resumes_to_the_serial_figures(
     assert _snapshots(root) == ref_snapshots
 
 
+@pytest.mark.slow  # a full record, then subset re-records (~5 s)
 def test_subset_rerecord_never_overwrites_full_grid_snapshots(
     project, model_dir, small_dataset, corruption_cache
 ):

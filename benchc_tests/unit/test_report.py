@@ -260,6 +260,7 @@ def test_offline_report_without_gate_code_says_so(tmp_path, run_dir):
         assert "no gate verdicts available" in out.read_text()
 
 
+@pytest.mark.slow  # two pages written through the CLI (~6 s)
 def test_cli_report_and_compare(tmp_path, dataset, run_dir):
     from benchc.cli import main
 

@@ -16,6 +16,7 @@ from benchc.results.reader import StoredRun, read_run
 from benchc_tests.unit.report_runs import make_dataset, make_run
 
 
+@pytest.mark.slow  # two runs compared, page and JSON (~4 s)
 def test_compare_stores_paired_differences(tmp_path):
     ds = make_dataset(tmp_path / "ds", n=24)
     a = make_run(tmp_path / "res", ds, model="a")

@@ -57,6 +57,7 @@ def _stored(results: Path) -> dict[str, dict[str, np.ndarray]]:
     return {p.name: load_npz(p) for p in sorted(results.glob("*/*/*.npz"))}
 
 
+@pytest.mark.slow  # a child process loading torch and the model, then the serial run (~10 s)
 def test_the_warm_up_process_stores_what_a_serial_run_stores(tmp_path):
     """Cache entries and stored arrays (conditions and VSI) of the child process are
     byte-identical to one process computing them in the suite's order."""
