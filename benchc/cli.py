@@ -1,5 +1,6 @@
 """The ``benchc`` command: ``benchc select`` (testbed selection), ``benchc report`` and
-``benchc compare`` (report pages of stored runs).
+``benchc compare`` (report pages of stored runs), ``benchc history`` (figures across
+baselines) and ``benchc push`` (a results store copied to a URL for ``--from-store``).
 
 The robustness suite itself runs under pytest (``pytest --model=...``); this command covers
 what happens around it: building a testbed and re-reading a stored run.
@@ -281,6 +282,29 @@ def _history(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
+def _push(argv: Sequence[str]) -> int:
+    from benchc.engine.stored import push
+
+    parser = argparse.ArgumentParser(
+        prog="benchc push",
+        description="Copy a results store to an fsspec URL (s3://, gs://, file://, ...) so a "
+        "CPU-only job gates on it with pytest --from-store=URL: entries first, manifests last; "
+        "entries already there are kept.",
+    )
+    parser.add_argument("store", type=Path, metavar="RESULTS_DIR", help="a --results-dir")
+    parser.add_argument("url", metavar="URL")
+    args = parser.parse_args(list(argv))
+    if not args.store.is_dir():
+        parser.error(f"{args.store}: no such folder")
+    try:
+        copied, kept = push(args.store, args.url)
+    except StoreError as exc:
+        print(f"benchc push: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"pushed {args.store} to {args.url}: {copied} file(s) copied, {kept} already there")
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {
@@ -288,9 +312,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "report": "report.html + report.json of a stored run",
         "compare": "one report page with stored runs side by side",
         "history": "each gated figure across the recorded baselines (slow drift)",
+        "push": "copy a results store to a URL (gate on it elsewhere: --from-store)",
     }
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
-        lines = ["usage: benchc {select,report,compare,history} ...", ""]
+        lines = ["usage: benchc {select,report,compare,history,push} ...", ""]
         lines += [f"  {name:<8} {text}" for name, text in commands.items()]
         lines += ["", "the suite itself: pytest --model=<hub id or folder> (docs/guides/)"]
         print(
@@ -307,6 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _compare(rest)
     if command == "history":
         return _history(rest)
+    if command == "push":
+        return _push(rest)
     return _report(rest)
 
 

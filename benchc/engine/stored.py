@@ -6,6 +6,7 @@ from the store's manifest (the cluster's torch and device class, not this machin
 the chunks the store lacks in one line, and computes nothing. A store given as a URL other than
 a local path is read through fsspec (``file://``, ``s3://``, ``gs://``, ``memory://``...): the
 chosen runs' files are copied into a local folder first, so everything else reads files.
+:func:`push` (``benchc push``) is the other direction: the cluster's store copied to a URL.
 """
 
 from __future__ import annotations
@@ -167,6 +168,58 @@ def local_copy(url: str, pick: Any = None) -> Path:
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(fs.cat_file(path))
     return local
+
+
+def _stored_files(root: Path) -> list[Path]:
+    """The files of the run folders under ``root`` another machine reads: sample tables,
+    entries and chunk parts (``.npz``), then manifests; never locks, claims or a writer's
+    temporary files."""
+    from benchc.results.reader import find_runs
+
+    runs = find_runs(root)
+    files: list[Path] = []
+    for run in runs:
+        for path in sorted(run.rglob("*.npz")):
+            rel = path.relative_to(run).parts
+            if path.name.startswith(".") or ".locks" in rel or "claims" in rel:
+                continue
+            files.append(path)
+    return files + [run / "manifest.json" for run in runs]
+
+
+def push(root: Path, url: str) -> tuple[int, int]:
+    """Copy the store at ``root`` to fsspec ``url`` (``s3://``, ``gs://``, ``file://``...), so
+    a CPU-only job gates on it with ``--from-store URL``: entries and parts first, manifests
+    last (a reader never finds a manifest whose files are still on their way). An entry
+    already there with the same size is kept (stored entries never change once written; a
+    recomputed one has the same bytes); manifests are always copied. Returns (files copied,
+    files kept)."""
+    try:
+        import fsspec
+    except ImportError:  # pragma: no cover - fsspec comes with the core dependencies
+        raise StoreError(f"{url}: writing a URL needs fsspec (pip install fsspec)") from None
+    root = Path(root)
+    files = _stored_files(root)
+    if not files:
+        raise StoreError(f"{root}: no benchc results folder (manifest.json) found")
+    try:
+        fs, base = fsspec.core.url_to_fs(url)
+    except (ValueError, ImportError) as exc:
+        raise StoreError(f"{url}: not a store location fsspec can open: {exc}") from None
+    base = base.rstrip("/")
+    copied = kept = 0
+    for path in files:
+        dest = f"{base}/{path.relative_to(root).as_posix()}"
+        try:
+            if path.suffix == ".npz" and fs.exists(dest) and fs.size(dest) == path.stat().st_size:
+                kept += 1
+                continue
+            fs.makedirs(dest.rsplit("/", 1)[0], exist_ok=True)
+            fs.pipe_file(dest, path.read_bytes())
+        except OSError as exc:
+            raise StoreError(f"{url}: cannot write {dest}: {exc}") from None
+        copied += 1
+    return copied, kept
 
 
 # -- --from-store ------------------------------------------------------------------------------
