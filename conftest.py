@@ -14,6 +14,7 @@ import sys
 import pytest
 from hypothesis import settings
 
+from benchc.suite.options import given_explicitly
 from benchc.testing.dev import warmup
 
 pytest_plugins = ["benchc.plugin", "pytester"]  # pytester: tests of the plugin's own help text
@@ -55,6 +56,37 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.load_profile(os.environ.get(HYPOTHESIS_ENV, "ci"))
 
 
+#: At most this many xdist workers for the default run: each imports torch and transformers
+#: (~1.2 GB resident at the end), and past four the start-up of each eats the gain on this tree.
+MAX_TEST_WORKERS = 4
+#: Suite options that say only where a run keeps its files: the default run with them (a fresh
+#: results store, as ``benchmarks/bench_default_run.py`` gives it) is still the default run.
+WHERE_OPTIONS = {"--benchc-results-dir", "--benchc-cache-dir"}
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (``addopts``) spreads the default run -- plain ``pytest`` over the test tree
+    -- over the machine's cores (at most :data:`MAX_TEST_WORKERS`): on a 2-core machine the
+    unit tests and the suite's cases finish in about half the wall time of one process. Any
+    other run stays in one process, as typed: an opt-in marker's line (``-m``: kills, servers,
+    clusters, browsers), named files or folders (one test, the suite on a GPU), a suite option
+    (``--model=...``; where files go aside) or ``--snapshot-update`` (recording is one
+    process's). ``-n N`` on the
+    command line, or ``$PYTEST_XDIST_AUTO_NUM_WORKERS``, wins."""
+    default_run = (
+        config.args_source == pytest.Config.ArgsSource.TESTPATHS
+        and not config.getoption("markexpr", "")
+        and not config.getoption("update_snapshots", False)
+        and not set(given_explicitly(config.getoption)) - WHERE_OPTIONS
+    )
+    if not default_run:
+        return 0
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # pytest-xdist's own reading of it
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_TEST_WORKERS, cores or 1))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Deselect opt-in tests (architecture matrix, packaging, browser) unless ``-m`` names
     their marker; in a run mixing the suite with other tests, the suite's cases go last (a
@@ -82,18 +114,35 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _whole_matplotlib_before_pytester(request: pytest.FixtureRequest) -> None:
-    """pytester restores ``sys.modules`` after each in-process run: it drops the matplotlib
-    submodules the run imported (``gridspec``, ``figure``) but keeps the package, which still
-    holds them as attributes, so the next run's figures mix two generations of classes ("Single
-    argument to subplot must be a three-digit integer, not GridSpec"). Whenever this process
-    holds part of matplotlib (a test module's ``from matplotlib.colors import ...``), it imports
-    the parts the report draws with before pytester takes its snapshot."""
-    if "pytester" in request.fixturenames and "matplotlib" in sys.modules:
+def _whole_libraries_before_pytester(request: pytest.FixtureRequest) -> None:
+    """pytester restores ``sys.modules`` after each in-process run: it drops the submodules the
+    run imported but keeps their packages, which still hold them, so later code mixes two
+    generations of classes. Seen twice: matplotlib ("Single argument to subplot must be a
+    three-digit integer, not GridSpec") and numba, whose first JIT compile (glass blur) inside
+    an inner run left llvmlite half re-imported ("assert isinstance(typ, types.Type)" in every
+    later glass blur of the process; test_pytester_keeps_the_libraries_whole). Whichever xdist worker runs a pytester test first, this
+    fixture makes the parts the suite uses whole before pytester takes its snapshot: matplotlib
+    when this process holds part of it, and the corruption library with numba's runtime (one
+    glass blur) when benchc's corruption engine, which keeps the library it loads, is
+    imported."""
+    if "pytester" not in request.fixturenames:
+        return
+    if "matplotlib" in sys.modules:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot
+    if "benchc.corruptions.engine" in sys.modules and not _NUMBA_WHOLE:
+        import numpy as np
+
+        from benchc.corruptions.engine import corrupt_array
+
+        corrupt_array(np.zeros((32, 32, 3), np.uint8), "glass_blur", 1, seed=0, sample_id="warm")
+        _NUMBA_WHOLE.append(True)
+
+
+#: Set once numba's runtime has compiled in this process (outside any pytester run).
+_NUMBA_WHOLE: list[bool] = []
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

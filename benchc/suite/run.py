@@ -123,8 +123,10 @@ class SuiteRun:
         self.scored_queries = 0
         self.scoring_s = 0.0
         self.progress: Callable[[int], None] | None = None
-        #: (this worker, workers) when several xdist workers share the store's entries.
-        index, count = xdist_workers()
+        #: (this worker, workers) when several xdist workers of one suite run share the store's
+        #: entries: only a run the plugin configured as an xdist worker's (``cfg.worker_id``);
+        #: a SuiteRun built elsewhere in a worker process (a library call, a test) shares nothing.
+        index, count = xdist_workers() if (cfg.worker_id or "").startswith("gw") else (None, 0)
         self.share_as = (index or 0, count)
         self._progress: Any = None
         if record:

@@ -8,6 +8,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -132,3 +133,18 @@ def test_a_claim_appears_with_its_holder_and_leaves_nothing_else(tmp_path, monke
     assert json.loads(other.read_text())["host"] == _host()
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name, other.name]
     assert not share._claim(tmp_path / "gone" / f"{0:09d}")  # entry finished meanwhile
+
+
+def test_only_the_suites_own_xdist_runs_share(data_dir, tmp_path, monkeypatch):
+    """A SuiteRun built in an xdist worker process by a library call or a test shares nothing
+    (it would start at another worker's chunk and wait for claims nobody makes); the run the
+    plugin configures as worker ``gwN`` shares with its N siblings."""
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    cfg = SuiteConfig(
+        model=DEFAULT_MODEL, dataset=str(data_dir), image_size=64, results_dir=tmp_path / "r"
+    )
+    dataset = load_dataset(cfg.dataset)
+    assert SuiteRun(cfg, dataset, SlowDevice()).share_as == (0, 0)
+    suite = SuiteRun(replace(cfg, worker_id="gw1"), dataset, SlowDevice())
+    assert suite.share_as == (1, 2)
