@@ -120,11 +120,11 @@ def _whole_libraries_before_pytester(request: pytest.FixtureRequest) -> None:
     generations of classes. Seen twice: matplotlib ("Single argument to subplot must be a
     three-digit integer, not GridSpec") and numba, whose first JIT compile (glass blur) inside
     an inner run left llvmlite half re-imported ("assert isinstance(typ, types.Type)" in every
-    later glass blur of the process; test_pytester_keeps_the_libraries_whole). Whichever xdist worker runs a pytester test first, this
-    fixture makes the parts the suite uses whole before pytester takes its snapshot: matplotlib
-    when this process holds part of it, and the corruption library with numba's runtime (one
-    glass blur) when benchc's corruption engine, which keeps the library it loads, is
-    imported."""
+    later glass blur of the process; test_pytester_keeps_the_libraries_whole). Whichever xdist
+    worker runs a pytester test first, this fixture makes the parts the suite uses whole
+    before pytester takes its snapshot: matplotlib when this process holds part of it, and the
+    corruption library with numba's runtime (one glass blur) when benchc's corruption engine,
+    which keeps the library it loads, is imported."""
     if "pytester" not in request.fixturenames:
         return
     if "matplotlib" in sys.modules:
