@@ -50,11 +50,11 @@ settings.register_profile("dev", max_examples=500, deadline=None)
 
 
 def _one_thread_per_worker() -> None:
-    """In an xdist worker of this checkout's runs the workers are the parallelism: torch's and
-    numpy's thread pools of two workers on two cores would each spin for both cores (a 2-worker
-    run's unit tests ahead of the suite's one-thread session measured 441-471 s of CPU against
-    367 s), so each worker computes on one thread, and the processes its tests start do too,
-    unless ``OMP_NUM_THREADS`` is set."""
+    """In an xdist worker of this checkout's runs the workers are the parallelism: torch's
+    thread pool in each of two workers on two cores would oversubscribe them (the suite's own
+    session already limits itself so, :mod:`benchc.suite.session`), so each worker computes on
+    one thread from its start, and the processes its tests start do too, unless
+    ``OMP_NUM_THREADS`` is set."""
     if not os.environ.get("PYTEST_XDIST_WORKER") or "OMP_NUM_THREADS" in os.environ:
         return
     os.environ["OMP_NUM_THREADS"] = "1"
