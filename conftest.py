@@ -80,13 +80,12 @@ WHERE_OPTIONS = {"--benchc-results-dir", "--benchc-cache-dir"}
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` (``addopts``) spreads the default run -- plain ``pytest`` over the test tree
-    -- over the machine's cores (at most :data:`MAX_TEST_WORKERS`): on a 2-core machine the
-    unit tests and the suite's cases finish in about half the wall time of one process. Any
-    other run stays in one process, as typed: an opt-in marker's line (``-m``: kills, servers,
-    clusters, browsers), named files or folders (one test, the suite on a GPU), a suite option
+    -- over the machine's cores (at most :data:`MAX_TEST_WORKERS`; on 2 cores, 2026-12-04: cold
+    x0.84, warm x0.68 of one process's wall time, docs/measurements.md). Any other run stays
+    in one process, as typed: an opt-in marker's line (``-m``: kills, servers, clusters,
+    browsers), named files or folders (one test, the suite on a GPU), a suite option
     (``--model=...``; where files go aside) or ``--snapshot-update`` (recording is one
-    process's). ``-n N`` on the
-    command line, or ``$PYTEST_XDIST_AUTO_NUM_WORKERS``, wins."""
+    process's). ``-n N`` on the command line, or ``$PYTEST_XDIST_AUTO_NUM_WORKERS``, wins."""
     default_run = (
         config.args_source == pytest.Config.ArgsSource.TESTPATHS
         and not config.getoption("markexpr", "")
