@@ -41,6 +41,8 @@ OPT_IN_MARKERS = {
 }
 #: The suite's warm-up process of this run: None (none), () (wanted), (process, log).
 WARMUP = pytest.StashKey[tuple]()
+#: Set when this run is the default run and its suite runs :data:`DEFAULT_RUN_SUITE`.
+SUITE_SLICED = pytest.StashKey[bool]()
 
 
 # ``ci``: modest, deterministic, no deadline (shared CI cores are slow and noisy); ``dev``: many
@@ -62,8 +64,13 @@ def _one_thread_per_worker() -> None:
         sys.modules["torch"].set_num_threads(1)
 
 
+@pytest.hookimpl(tryfirst=True)  # before the plugin builds the suite's session from the options
 def pytest_configure(config: pytest.Config) -> None:
     _one_thread_per_worker()
+    if is_default_run(config):
+        for dest, value in DEFAULT_RUN_SUITE.items():
+            setattr(config.option, dest, value)
+        config.stash[SUITE_SLICED] = True
     for name, text in OPT_IN_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     if not config.getoption("hypothesis_profile", None):
@@ -78,6 +85,42 @@ MAX_TEST_WORKERS = 4
 WHERE_OPTIONS = {"--benchc-results-dir", "--benchc-cache-dir"}
 
 
+#: The suite's part of the default run: one corruption of each family (the cheapest to compute)
+#: at severities 1, 3 and 5, and the VSI gates on the first 300 samples of their set (``--limit``
+#: leaves the 115-sample testbed whole), gated against the committed ``thresholds/tiny-vlm`` on
+#: the cells and samples both hold. The whole grid (19 x 5, all 1000 VSI samples: every committed
+#: number re-checked) is its own line in ``.ci/run``, ``pytest benchc_tests/suite``: on two cores
+#: it costs about 200 s of CPU more than the three minutes the default run has.
+DEFAULT_RUN_SUITE = {
+    "benchc_corruptions": "gaussian_noise,defocus_blur,fog,contrast,pixelate",
+    "benchc_severities": "1,3,5",
+    "benchc_limit": "300",
+}
+
+
+def is_default_run(config: pytest.Config) -> bool:
+    """Plain ``pytest`` over the test tree: paths from ``testpaths``, no ``-m``, no
+    ``--snapshot-update`` (recording is of the whole grid) and no suite option other than where
+    files go (:data:`WHERE_OPTIONS`). xdist's workers parse the same command line, so they agree
+    with the controller."""
+    return (
+        config.args_source == pytest.Config.ArgsSource.TESTPATHS
+        and not config.getoption("markexpr", "")
+        and not config.getoption("update_snapshots", False)
+        and not set(given_explicitly(config.getoption)) - WHERE_OPTIONS
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if config.stash.get(SUITE_SLICED, False):
+        return (
+            "benchc default run: the suite on "
+            + ", ".join(f"{k.removeprefix('benchc_')}={v}" for k, v in DEFAULT_RUN_SUITE.items())
+            + " (conftest.py); `pytest benchc_tests/suite` gates the whole grid"
+        )
+    return None
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` (``addopts``) spreads the default run -- plain ``pytest`` over the test tree
     -- over the machine's cores (at most :data:`MAX_TEST_WORKERS`; on 2 cores, 2026-12-04: cold
@@ -86,13 +129,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     browsers), named files or folders (one test, the suite on a GPU), a suite option
     (``--model=...``; where files go aside) or ``--snapshot-update`` (recording is one
     process's). ``-n N`` on the command line, or ``$PYTEST_XDIST_AUTO_NUM_WORKERS``, wins."""
-    default_run = (
-        config.args_source == pytest.Config.ArgsSource.TESTPATHS
-        and not config.getoption("markexpr", "")
-        and not config.getoption("update_snapshots", False)
-        and not set(given_explicitly(config.getoption)) - WHERE_OPTIONS
-    )
-    if not default_run:
+    if not is_default_run(config):
         return 0
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # pytest-xdist's own reading of it

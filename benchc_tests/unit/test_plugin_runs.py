@@ -121,7 +121,7 @@ def _stored(results: Path) -> dict[str, dict[str, np.ndarray]]:
 def test_default_run_passes_on_the_committed_snapshot(project):
     """The embedded model and testbed against ``thresholds/tiny-vlm`` as committed (read only),
     on one cell to stay fast: its family and model-level gates are checked on the one cell both
-    sides have (the full default run is ``pytest`` itself, VSI gates included)."""
+    sides have (the whole grid, VSI gates included, is ``pytest benchc_tests/suite``)."""
     result = project.runpytest_inprocess(
         "suite",
         f"--thresholds-dir={REPO / 'thresholds'}",

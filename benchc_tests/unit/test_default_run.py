@@ -1,10 +1,13 @@
-"""The checkout's default ``pytest`` spreads over the cores; every other run stays in one
-process (root ``conftest.py``: ``pytest_xdist_auto_num_workers`` behind ``-n auto``)."""
+"""The checkout's default ``pytest`` spreads over the cores and runs the suite on a slice of the
+grid; every other run stays in one process with the options it was given (root
+``conftest.py``: ``pytest_xdist_auto_num_workers`` behind ``-n auto``, ``DEFAULT_RUN_SUITE``)."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,3 +76,57 @@ def test_addopts_asks_for_it():
 
     ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert "-n auto" in ini["addopts"]
+
+
+def test_the_default_runs_slice_covers_every_family_and_gates_the_whole_testbed(root_conftest):
+    from benchc import spec
+    from benchc.data import load_dataset
+    from benchc.suite.options import (
+        DEFAULT_DATASET,
+        DEFAULT_VSI_DATASET,
+        parse_corruptions,
+        parse_severities,
+    )
+
+    sliced = root_conftest.DEFAULT_RUN_SUITE
+    chosen = parse_corruptions(sliced["benchc_corruptions"])
+    assert all(set(chosen) & set(members) for members in spec.FAMILIES.values())
+    severities = parse_severities(sliced["benchc_severities"])
+    assert len(severities) >= 3 and min(severities) == 1 and max(severities) == 5  # trajectories
+    limit = int(sliced["benchc_limit"])
+    assert len(load_dataset(DEFAULT_DATASET)) <= limit < len(load_dataset(DEFAULT_VSI_DATASET))
+
+
+def _collected(*args: str) -> tuple[str, list[str]]:
+    """``pytest --co`` of this checkout in a child process: its header and the suite's cells."""
+    others = ["unit", "browser", "servers", "cluster"]  # --ignore keeps the paths from testpaths
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--co",
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+            *args,
+            *(f"--ignore=benchc_tests/{name}" for name in others),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    cells = [line.strip() for line in done.stdout.splitlines() if "<Function test_cell[" in line]
+    return done.stdout, cells
+
+
+def test_the_default_run_gates_the_slice_and_says_so():
+    """Only the default run is sliced: every other run keeps its options
+    (test_every_other_run_stays_in_one_process: the same ``is_default_run``)."""
+    header, cells = _collected()
+    assert "benchc default run: the suite on corruptions=gaussian_noise" in header
+    assert len(cells) == 5 * 3
+    assert "<Function test_cell[fog-3]>" in cells and "<Function test_cell[fog-2]>" not in cells
