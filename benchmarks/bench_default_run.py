@@ -8,7 +8,10 @@ for this checkout and a reference commit, measured in one invocation, interleave
   starting (imports, options, collection, model and dataset loading, the baseline check).
 
 Each run is a child process; its wall time, its CPU time (user + sys of it and every process it
-waited for: ``os.wait4``) and pytest's exit status are printed, then the ratios this/reference.
+waited for: ``os.wait4``), the machine's busy CPU time over the run (``/proc/stat``: it also counts
+processes nobody waits for, such as the corruption pool's workers under multiprocessing's fork
+server, which ``wait4`` misses; on a quiet machine it is the run's) and pytest's exit status are
+printed, then the ratios this/reference.
 The reference is checked out with ``git worktree add`` into a temporary folder (removed at the
 end); this side is the checkout the script lies in, uncommitted changes included. The machine's
 load average before and after is printed: on a shared machine compare CPU times as well as wall.
@@ -58,6 +61,18 @@ class Timing:
     cpu: float
     rc: int
     first_case: float | None  # seconds from launch to the first case starting
+    machine_cpu: float | None = None  # busy CPU seconds of the whole machine (Linux)
+
+
+def machine_busy() -> float | None:
+    """Busy CPU seconds of the machine since boot (user, nice, system, irq, softirq), or None
+    where ``/proc/stat`` does not exist."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in fields[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def run_pytest(code: Path, args: list[str], env: dict[str, str], probe_dir: Path) -> Timing:
@@ -70,18 +85,21 @@ def run_pytest(code: Path, args: list[str], env: dict[str, str], probe_dir: Path
         "BENCHC_BENCH_FIRST_CASE": str(mark),
     }
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "benchc_probe"]
+    busy_before = machine_busy()
     began = time.time()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen([*cmd, *args], cwd=code, env=env, stdout=log, stderr=log)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.time() - began
+        busy_after = machine_busy()
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode != 0:
             log.seek(0)
             tail = log.read()[-3000:].decode(errors="replace")
             print(f"  pytest exited {proc.returncode} in {code}:\n{tail}", flush=True)
     first = float(mark.read_text()) - began if mark.exists() else None
-    return Timing(wall, usage.ru_utime + usage.ru_stime, proc.returncode, first)
+    machine = None if busy_before is None or busy_after is None else busy_after - busy_before
+    return Timing(wall, usage.ru_utime + usage.ru_stime, proc.returncode, first, machine)
 
 
 def checkout(ref: str, into: Path) -> Path:
@@ -131,7 +149,8 @@ def measure(
                 print(f"[{rep + 1}/{repeat}] {side}: {kind} run ...", flush=True)
                 t = run_pytest(sides[side], args_of[side], env_of[side], probe_dir)
                 out[side][kind].append(t)
-                print(f"  {t.wall:.1f} s wall, {t.cpu:.1f} s CPU, exit {t.rc}", flush=True)
+                machine = f", machine {t.machine_cpu:.1f} s busy" if t.machine_cpu else ""
+                print(f"  {t.wall:.1f} s wall, {t.cpu:.1f} s CPU{machine}, exit {t.rc}", flush=True)
         for side in order:
             print(f"[{rep + 1}/{repeat}] {side}: start-up ...", flush=True)
             args = [*startup_args, f"--results-dir={folders[side][1]}"]
@@ -149,7 +168,9 @@ def median(values: list[float]) -> float:
 
 def report(results: dict[str, dict[str, list[Timing]]], ref: str = "reference") -> bool:
     """Prints the table and the ratios; returns whether every run passed."""
-    print("\nside       measure   wall s (median, all)          CPU s (median)  exit")
+    print(
+        "\nside       measure   wall s (median, all)          CPU s (median)  machine busy s  exit"
+    )
     for side, kinds in results.items():
         for kind, runs in kinds.items():
             if kind == "startup":
@@ -160,16 +181,22 @@ def report(results: dict[str, dict[str, list[Timing]]], ref: str = "reference") 
                 continue
             walls = ", ".join(f"{r.wall:.1f}" for r in runs)
             codes = ",".join(str(r.rc) for r in runs)
+            busy = [r.machine_cpu for r in runs if r.machine_cpu is not None]
             print(
                 f"{side:10s} {kind:9s} {median([r.wall for r in runs]):7.1f} ({walls})"
-                f"{median([r.cpu for r in runs]):16.1f}  {codes}"
+                f"{median([r.cpu for r in runs]):16.1f}"
+                f"{median(busy) if busy else float('nan'):16.1f}  {codes}"
             )
     this, base = results["this"], results[ref]
     parts = []
     for kind in ("cold", "warm"):
         wall = median([r.wall for r in this[kind]]) / median([r.wall for r in base[kind]])
         cpu = median([r.cpu for r in this[kind]]) / median([r.cpu for r in base[kind]])
-        parts.append(f"{kind} wall x{wall:.2f}, CPU x{cpu:.2f}")
+        part = f"{kind} wall x{wall:.2f}, CPU x{cpu:.2f}"
+        busy = [[r.machine_cpu for r in s[kind] if r.machine_cpu] for s in (this, base)]
+        if all(busy):
+            part += f", machine busy x{median(busy[0]) / median(busy[1]):.2f}"
+        parts.append(part)
     firsts = [[r.first_case for r in s["startup"] if r.first_case] for s in (this, base)]
     if all(firsts):
         parts.append(f"start-up x{median(firsts[0]) / median(firsts[1]):.2f}")

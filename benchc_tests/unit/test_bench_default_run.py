@@ -37,7 +37,7 @@ def test_bench_default_run_measures_both_commits_and_prints_ratios() -> None:
             assert any(line.startswith(f"{side:10s} {kind}") for line in out.splitlines()), out
         assert any(line.startswith(f"{side:10s} start-up") for line in out.splitlines()), out
     ratios = next(line for line in out.splitlines() if line.startswith("this/reference: "))
-    for part in ("cold wall x", "warm wall x", "CPU x", "start-up x"):
+    for part in ("cold wall x", "warm wall x", "CPU x", "machine busy x", "start-up x"):
         assert part in ratios, ratios
     assert "load average before" in out and "load average after" in out
     listed = subprocess.run(
