@@ -175,10 +175,10 @@ def _args_of_model(value: Any, given: Mapping[str, Any], rootdir: Path) -> dict[
 def _baseline(value: Any, given: Mapping[str, Any], rootdir: Path) -> str | None:
     """A name stays a name; a path (it has a separator, or is a folder under ``rootdir`` that
     is not a baseline of --thresholds-dir) becomes absolute (:mod:`benchc.gates.baselines`)."""
-    from benchc.gates.baselines import normalise
-
     if not value:
         return None
+    from benchc.gates.baselines import normalise  # benchc.gates loads scipy and sklearn: ~4 s
+
     try:
         return normalise(str(value), _path(given["thresholds_dir"], given, rootdir), rootdir)
     except ValueError as exc:
