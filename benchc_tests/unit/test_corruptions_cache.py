@@ -266,6 +266,7 @@ _FILLER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # two fresh Python processes, each importing the corruption library (~3 s)
 def test_two_fresh_processes_filling_one_cache_agree_bit_for_bit(tmp_path):
     """Two concurrent fresh processes: same pixels as here, and only complete files on disk."""
     code = _FILLER.format(root=os.getcwd(), cache=str(tmp_path))
@@ -333,6 +334,7 @@ def fresh_pools():
     batch.shutdown_pools()
 
 
+@pytest.mark.slow  # process pools of two sizes started from scratch (~3 s)
 def test_pool_sizes_1_and_2_give_identical_pixels(tmp_path, fresh_pools):
     conditions = [CLEAN, *all_conditions()[::3]]
     serial = materialize(images(), conditions, image_size=48, seed=0, cache=None, workers=1)

@@ -23,6 +23,7 @@ project = runs.project
 pytest_plugins = ["pytester"]
 
 
+@pytest.mark.slow  # a suite run on a Hub-format dataset, its sample log and a push (~6 s)
 def test_hub_dataset_log_samples_and_push_to_hub(
     project, model_dir, corruption_cache, tmp_path, monkeypatch
 ):

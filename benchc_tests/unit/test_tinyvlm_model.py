@@ -83,6 +83,7 @@ def test_clean_well_above_chance_and_shuffled_images_near_chance(loaded, held_ou
     assert abs(shuffled["all"] - 0.25) <= 0.12, shuffled
 
 
+@pytest.mark.slow  # the embedded model on three corruptions x 5 severities of the testbed (~10 s)
 @pytest.mark.parametrize(
     ("corruption", "min_drop"),
     [("gaussian_blur", 0.02), ("gaussian_noise", 0.1), ("shot_noise", 0.1)],

@@ -108,6 +108,7 @@ def test_the_warm_up_process_stores_what_a_serial_run_stores(tmp_path):
     assert all(a.read_bytes() == b.read_bytes() for a, b in zip(*caches, strict=True))
 
 
+@pytest.mark.slow  # a pytest run whose warm-up child fails (~3 s)
 def test_a_failed_warm_up_is_reported_and_its_log_kept(tmp_path):
     """A child that fails leaves a note naming its log (the suite's cases then compute
     their results themselves)."""
