@@ -97,8 +97,8 @@ def test_the_default_runs_slice_covers_every_family_and_gates_the_whole_testbed(
     assert len(load_dataset(DEFAULT_DATASET)) <= limit < len(load_dataset(DEFAULT_VSI_DATASET))
 
 
-def _collected(*args: str) -> tuple[str, list[str]]:
-    """``pytest --co`` of this checkout in a child process: its header and the suite's cells."""
+def _collected() -> tuple[str, list[str]]:
+    """The default run's ``pytest --co`` in a child process: its header and the suite's cells."""
     others = ["unit", "browser", "servers", "cluster"]  # --ignore keeps the paths from testpaths
     done = subprocess.run(
         [
@@ -110,7 +110,6 @@ def _collected(*args: str) -> tuple[str, list[str]]:
             "0",
             "-p",
             "no:cacheprovider",
-            *args,
             *(f"--ignore=benchc_tests/{name}" for name in others),
         ],
         cwd=ROOT,
