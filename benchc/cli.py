@@ -1,6 +1,7 @@
 """The ``benchc`` command: ``benchc select`` (testbed selection), ``benchc report`` and
 ``benchc compare`` (report pages of stored runs), ``benchc history`` (figures across
-baselines) and ``benchc push`` (a results store copied to a URL for ``--from-store``).
+baselines), ``benchc push`` (a results store copied to a URL for ``--from-store``) and
+``benchc plan`` (what a baseline's gates can resolve, and the samples a target needs).
 
 The robustness suite itself runs under pytest (``pytest --model=...``); this command covers
 what happens around it: building a testbed and re-reading a stored run.
@@ -77,8 +78,9 @@ def _report(argv: Sequence[str]) -> int:
         "--inconclusive",
         choices=("warn", "fail"),
         default="warn",
-        help="an inconclusive verdict (no gate failed, but the gates could not have caught a "
-        f"regression): warn (default) or fail (exit status {EXIT_INCONCLUSIVE})",
+        help="an unresolved or inconclusive verdict (no gate failed, but a change beyond a "
+        "gate's minimal detectable regression was not resolved, or the gates could not have "
+        f"caught a regression): warn (default) or fail (exit status {EXIT_INCONCLUSIVE})",
     )
     args = parser.parse_args(list(argv))
     _check_out(parser, args.out)
@@ -112,7 +114,7 @@ def _report(argv: Sequence[str]) -> int:
             print(f"  gates against baseline {folder.name} ({folder}): " + _counts(statuses))
         if overall is not None:
             print("\n".join(f"  {line}" for line in overall.lines()))
-            inconclusive += overall.state == "inconclusive"
+            inconclusive += overall.state in ("unresolved", "inconclusive")
         failed += statuses.count("fail")
     if failed:
         return EXIT_GATE_FAILED
@@ -130,8 +132,8 @@ EXIT_CODES: dict[int, str] = {
     "file)",
     4: "the stored runs are readable but the page could not be built or written (one line "
     "naming the output folder and why; nothing stored was changed)",
-    5: "no gate failed but the verdict is inconclusive, with `benchc report --inconclusive=fail` "
-    "(the reasons are printed, and in report.json `overall`)",
+    5: "no gate failed but the verdict is unresolved or inconclusive, with `benchc report "
+    "--inconclusive=fail` (the reasons are printed, and in report.json `overall`)",
 }
 (EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_UNREADABLE, EXIT_NOT_BUILT,
  EXIT_INCONCLUSIVE) = sorted(EXIT_CODES)  # fmt: skip
@@ -305,6 +307,51 @@ def _push(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
+def _plan(argv: Sequence[str]) -> int:
+    from benchc.gates.budget import DEFAULT_BUDGET
+    from benchc.gates.plan import PlanError, parse_targets, plan, text_table
+
+    parser = argparse.ArgumentParser(
+        prog="benchc plan",
+        description="Before relying on a baseline: from its recorded per-sample values, each "
+        "gate's minimal detectable regression at the dataset's n, and the samples a target "
+        "regression needs (--target). Reads the baseline; writes nothing but --json.",
+    )
+    parser.add_argument("baseline", type=Path, metavar="BASELINE_DIR", help="a baseline folder")
+    parser.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        metavar="[LEVEL:]FIGURE=VALUE",
+        help="a regression to resolve, e.g. accuracy=0.02 or model:p_correct=0.01 (repeatable)",
+    )
+    parser.add_argument(
+        "--false-alarm-budget", type=float, default=DEFAULT_BUDGET, help="as the suite's option"
+    )
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write JSON")
+    args = parser.parse_args(list(argv))
+    if not args.baseline.is_dir():
+        parser.error(f"{args.baseline}: no such folder")
+    try:
+        rows = plan(
+            args.baseline, targets=parse_targets(args.target), alpha=args.false_alarm_budget
+        )
+    except (PlanError, ValueError) as exc:
+        print(f"benchc plan: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"baseline {args.baseline}: minimal detectable regression of each gate (one-directional)")
+    print(text_table(rows))
+    if args.json is not None:
+        import json
+
+        from benchc.results.store import atomic_write_text
+
+        doc = [r.to_dict() for r in rows]
+        atomic_write_text(args.json, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {args.json}")
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {
@@ -313,9 +360,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "compare": "one report page with stored runs side by side",
         "history": "each gated figure across the recorded baselines (slow drift)",
         "push": "copy a results store to a URL (gate on it elsewhere: --from-store)",
+        "plan": "what a baseline's gates resolve, and the samples a target needs",
     }
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
-        lines = ["usage: benchc {select,report,compare,history,push} ...", ""]
+        lines = ["usage: benchc {select,report,compare,history,push,plan} ...", ""]
         lines += [f"  {name:<8} {text}" for name, text in commands.items()]
         lines += ["", "the suite itself: pytest --model=<hub id or folder> (docs/guides/)"]
         print(
@@ -334,6 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _history(rest)
     if command == "push":
         return _push(rest)
+    if command == "plan":
+        return _plan(rest)
     return _report(rest)
 
 

@@ -6,8 +6,9 @@ resamples of the embedded testbed and VSI set (sample ids drawn with replacement
 the baseline is recorded per resample from the reference model's outputs on that resample):
 
 * benign variants, each a real model run: bfloat16, another batch size, 1e-3 relative weight
-  noise. Reported: the share of resamples in which *any* gate fails (the false-alarm rate; the
-  run's budget is 1 %).
+  noise, the eager attention implementation, the checkpoint re-saved in bfloat16. Reported: the
+  share of resamples in which *any* gate fails (the false-alarm rate; the run's budget is 1 %)
+  and in which any gate is UNRESOLVED (a benign variant must never be: docs/spec.md §6).
 * structural mutants, at several strengths: the vision-ignoring model (a projector hook, a real
   model run) and the output mutants (over-/under-confidence under corruption, confident when
   wrong, one family's fragility, a VSI-level vision-ignoring mutant), applied on top of the
@@ -59,15 +60,30 @@ class Outputs:
     vsi_arrays: dict | None = None
 
 
-def run_variant(cfg: SuiteConfig, *, batch_size=None, dtype=None, hook=None) -> Outputs:
-    """The real model under ``cfg`` with one variant's settings, through the results store."""
-    vcfg = replace(cfg, batch_size=batch_size, dtype=dtype)
+def run_variant(
+    cfg: SuiteConfig,
+    *,
+    batch_size=None,
+    dtype=None,
+    hook=None,
+    model=None,
+    model_args=None,
+    vsi: bool = True,
+) -> Outputs:
+    """The real model under ``cfg`` with one variant's settings (another checkpoint folder
+    ``model``, ``model_args``), through the results store; ``vsi`` False skips the VSI set."""
+    vcfg = replace(
+        cfg, batch_size=batch_size, dtype=dtype, model=model or cfg.model,
+        model_args={**cfg.model_args, **(model_args or {})},
+    )  # fmt: skip
     backend = open_backend(vcfg)
     if hook is not None:
         backend = hook(backend)
     workers = default_corruption_workers(None)
     grid_run = SuiteRun(vcfg, open_dataset(vcfg), backend, corruption_workers=workers)
     grid = grid_evidence(grid_run, vcfg.conditions)
+    if not vsi:
+        return Outputs(grid, None)  # type: ignore[arg-type]
     vsi_cfg = replace(vcfg, dataset=cfg.resolved_vsi_dataset())
     vsi_run = SuiteRun(vsi_cfg, open_dataset(vsi_cfg), backend, corruption_workers=workers)
     arrays = vsi_arrays(vsi_run)
@@ -81,7 +97,8 @@ def cases(out: Outputs) -> dict[str, tuple[str, str, Evidence]]:
     for fam, cells in family_cells(ev.conditions).items():
         res[f"family:{fam}"] = ("family", fam, ev.restrict(cells))
     res["model"] = ("model", "model", ev)
-    res["vsi"] = ("vsi", "vsi", out.vsi)
+    if out.vsi is not None:
+        res["vsi"] = ("vsi", "vsi", out.vsi)
     return res
 
 
@@ -94,23 +111,44 @@ def _payload(level: str, scope: str, ev: Evidence, rules=None) -> Payload:
     return Payload(scope, level, "m", "d", len(ev.ids), {}, rules, {}, ev)  # type: ignore[arg-type]
 
 
-def failing_gates(base: Outputs, cur: Outputs, budget: ErrorBudget) -> list[str]:
-    """Every failing gate, as ``level:figure`` (cells pooled, so the table stays readable)."""
-    failed = []
+def gate_statuses(base: Outputs, cur: Outputs, budget: ErrorBudget) -> dict[str, list[str]]:
+    """The gates that failed and those left unresolved, each as ``level:figure`` (cells
+    pooled, so the table stays readable)."""
+    out: dict[str, list[str]] = {"fail": [], "unresolved": []}
     cur_cases = cases(cur)
     for name, (level, scope, ev) in cases(base).items():
         b = _payload(level, scope, ev)
         c = _payload(level, scope, cur_cases[name][2], b.rules)
-        for o in check(b, c, z_for=budget.z).by_status("fail"):
-            failed.append(f"{level}:{o.spec.name}" if level == "cell" else f"{name}:{o.spec.name}")
-    return failed
+        for o in check(b, c, z_for=budget.z).outcomes:
+            if o.status in out:
+                key = f"{level}:{o.spec.name}" if level == "cell" else f"{name}:{o.spec.name}"
+                out[o.status].append(key)
+    return out
+
+
+def failing_gates(base: Outputs, cur: Outputs, budget: ErrorBudget) -> list[str]:
+    """Every failing gate, as ``level:figure`` (:func:`gate_statuses`)."""
+    return gate_statuses(base, cur, budget)["fail"]
 
 
 def resample(out: Outputs, grid_rows: np.ndarray, vsi_rows: np.ndarray) -> Outputs:
     def relabel(ev: Evidence, rows: np.ndarray) -> Evidence:
         return ev.take(rows, ids=[f"{ev.ids[i]}#{k}" for k, i in enumerate(rows)])
 
-    return Outputs(relabel(out.grid, grid_rows), relabel(out.vsi, vsi_rows))  # type: ignore[arg-type]
+    vsi = None if out.vsi is None else relabel(out.vsi, vsi_rows)
+    return Outputs(relabel(out.grid, grid_rows), vsi)  # type: ignore[arg-type]
+
+
+def resaved_bf16(cfg: SuiteConfig, results_dir: Path) -> Path:
+    """The reference checkpoint re-saved in bfloat16 (a real folder, written once)."""
+    from benchc.testing.dev.checkpoints import edit, write_checkpoint
+
+    return write_checkpoint(
+        Path(cfg.model),
+        results_dir / "checkpoints" / "resaved-bf16",
+        edit("re-saved in bfloat16"),
+        1,
+    )
 
 
 def logit_rms(a: Outputs, b: Outputs) -> float:
@@ -145,6 +183,8 @@ def main() -> None:
         "bfloat16": run_variant(cfg, dtype="bfloat16"),
         "batch size 1": run_variant(cfg, batch_size=1),
         "weight noise 1e-3": run_variant(cfg, hook=lambda b: zoo.weight_noise(b, 1e-3, seed=1)),
+        "attention eager": run_variant(cfg, model_args={"attn_implementation": "eager"}),
+        "re-saved in bfloat16": run_variant(cfg, model=str(resaved_bf16(cfg, args.results_dir))),
     }
     strengths = (0.1, 0.0) if not args.quick else (0.0,)
     hooked = {s: run_variant(cfg, hook=lambda b, s=s: zoo.vision_ignoring(b, s)) for s in strengths}
@@ -180,26 +220,29 @@ def main() -> None:
     print(f"# output mutants are applied on top of the noisiest benign run ({carrier_name}, "
           f"option-logit RMS change {logit_rms(ref, carrier):.4f} vs the reference)")  # fmt: skip
     print()
-    print("| variant | kind | strength | runs failing any gate | aimed-at gate: runs it failed | "
-          "accuracy change | logit RMS | caught by (share of runs) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+    print("| variant | kind | strength | runs failing any gate | runs UNRESOLVED (no gate failed) "
+          "| aimed-at gate: runs it failed | accuracy change | logit RMS | caught by (share of "
+          "runs) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     acc0 = ref.grid.figures()["accuracy"]
     for name, kind, strength, target, out in variants:
         hits: Counter = Counter()
-        n_fail = 0
+        n_fail = n_unres = 0
         for grid_rows, vsi_rows in rows:
-            failed = failing_gates(resample(ref, grid_rows, vsi_rows),
-                                   resample(out, grid_rows, vsi_rows), budget)  # fmt: skip
-            n_fail += bool(failed)
-            hits.update(set(failed))
+            st = gate_statuses(resample(ref, grid_rows, vsi_rows),
+                               resample(out, grid_rows, vsi_rows), budget)  # fmt: skip
+            n_fail += bool(st["fail"])
+            n_unres += bool(st["unresolved"]) and not st["fail"]
+            hits.update(set(st["fail"]))
         ranked = sorted(hits.items(), key=lambda gc: (-gc[1], gc[0]))[:4]  # ties by name
         top = ", ".join(f"{g} {c / len(rows):.0%}" for g, c in ranked) or "-"
         d_acc = out.grid.figures()["accuracy"] - acc0
         aimed = "-" if target == "-" else f"{target} {hits[target] / len(rows):.0%}"
         share = f"{n_fail}/{len(rows)} ({n_fail / len(rows):.0%})"
+        unres = f"{n_unres}/{len(rows)}"
         rms = logit_rms(ref, out)
-        print(f"| {name} | {kind} | {strength} | {share} | {aimed} | {d_acc:+.3f} | {rms:.4f} "
-              f"| {top} |", flush=True)  # fmt: skip
+        print(f"| {name} | {kind} | {strength} | {share} | {unres} | {aimed} | {d_acc:+.3f} "
+              f"| {rms:.4f} | {top} |", flush=True)  # fmt: skip
     t2 = time.perf_counter()
     print()
     print(

@@ -39,12 +39,15 @@ def environment() -> dict[str, str]:
 
 
 def overall_verdict(counts: dict[str, int], available: bool) -> str:
-    """``fail`` when any gate failed, else ``unchecked`` when any could not be checked, else
-    ``pass``; ``none`` when the run produced no gate verdicts."""
+    """``fail`` when any gate failed, else ``unresolved`` when a change beyond a gate's MDR was
+    not resolved, else ``unchecked`` when any could not be checked, else ``pass``; ``none``
+    when the run produced no gate verdicts."""
     if not available or not counts:
         return "none"
     if counts.get("fail"):
         return "fail"
+    if counts.get("unresolved"):
+        return "unresolved"
     if counts.get("unchecked"):
         return "unchecked"
     return "pass"

@@ -21,14 +21,18 @@ For each rule of the case:
   the room the figure has left in its worse direction, the gate cannot fail on this dataset
   and says how many samples it would need;
 * when the tolerance applied to a change exceeds the MDR, the verdict says why: samples moved
-  both ways (or unevenly), which widens the paired SE of that change (:attr:`Outcome.note`).
+  both ways (or unevenly), which widens the paired SE of that change (:attr:`Outcome.note`);
+* a change the worse way beyond the printed MDR but inside that widened tolerance is
+  ``unresolved``, never ``pass``: the MDR promised to catch a regression that size, and this
+  run's own variance could not tell. It says the change, its z (change / paired SE) and how many
+  samples would resolve it at this run's paired variance (:attr:`Outcome.resolve_n`).
 """
 
 from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,8 +56,9 @@ ZFor = Callable[[Level], float]
 
 @dataclass(frozen=True)
 class Outcome:
-    """One gate's verdict. ``status``: pass, fail, improved, unchecked or off (the rule is
-    switched off in the snapshot)."""
+    """One gate's verdict. ``status``: pass, fail, unresolved (worse than the MDR, inside the
+    run's own tolerance), improved, unchecked or off (the rule is switched off in the
+    snapshot)."""
 
     spec: FigureSpec
     rule: GateRule
@@ -100,6 +105,23 @@ class Outcome:
         return self.current - self.baseline
 
     @property
+    def z_change(self) -> float:
+        """The change in paired SEs (signed: negative is worse for a higher-is-better figure)."""
+        if not (math.isfinite(self.se_diff) and self.se_diff > 0):
+            return float("nan")
+        return self.change / self.se_diff
+
+    @property
+    def resolve_n(self) -> int | None:
+        """Samples that would resolve this change at the run's own paired variance: the paired
+        SE shrinks as 1/sqrt(n), so ``worse > z x SE`` once ``n' > n (z SE / worse)^2``. None
+        when the change is not the worse way or nothing is known of its variance."""
+        worse = self.worse_by
+        if not (worse > 0 and math.isfinite(self.se_diff) and math.isfinite(self.z)):
+            return None
+        return max(self.n, math.floor(self.n * (self.z * self.se_diff / worse) ** 2) + 1)
+
+    @property
     def worse_by(self) -> float:
         """How far the figure moved in its worse direction (negative: it improved)."""
         return -self.spec.sign * self.change
@@ -131,6 +153,8 @@ class Outcome:
             "powerless": self.powerless is not None,
             "movers": [[sid, num(b), num(c)] for sid, b, c in self.movers],
             "note": self.note,
+            "z_change": num(self.z_change),
+            "resolve_n": self.resolve_n if self.status == "unresolved" else None,
         }
 
 
@@ -231,13 +255,22 @@ def _share_mdr(z: float, se_null: float, units: float, step: float) -> float:
 
 
 def minimal_detectable(
-    spec: FigureSpec, rule: GateRule, z: float, se_null: float, ev: Evidence
+    spec: FigureSpec,
+    rule: GateRule,
+    z: float,
+    se_null: float,
+    ev: Evidence,
+    *,
+    scale: float = 1.0,
 ) -> float:
     """The gate's MDR on evidence ``ev`` (the module docstring): ``max(floor, z x SE_null)``,
     never below the figure's resolution there, and for a share of whole samples never below
-    the one-directional regression that exceeds its own paired SE."""
+    the one-directional regression that exceeds its own paired SE. ``scale``: the MDR on a
+    dataset ``scale`` times as large, drawn alike (SE_null shrinks as 1/sqrt(scale), the
+    resolution as 1/scale): what :mod:`benchc.gates.plan` sizes a dataset with."""
+    se_null = se_null / math.sqrt(scale) if math.isfinite(se_null) else se_null
     mdr = max(rule.floor, z * se_null) if math.isfinite(se_null) else rule.floor
-    res = resolution(spec.name, ev.grid if isinstance(ev, GridEvidence) else ev)
+    res = resolution(spec.name, ev.grid if isinstance(ev, GridEvidence) else ev) / scale
     if not math.isfinite(res):
         return mdr
     mdr = max(mdr, res)
@@ -247,6 +280,14 @@ def minimal_detectable(
         se = se_null if math.isfinite(se_null) else 0.0
         mdr = max(mdr, _share_mdr(z, se, step / res, step))
     return mdr
+
+
+def null_se(ev: Evidence, *, seed: int = DEFAULT_SEED, n_boot: int = N_BOOT) -> dict[str, float]:
+    """Every figure's SE_null on ``ev``: the paired SE between it and a benign re-measurement
+    of itself (:meth:`Evidence.benign`), the noise part of every MDR."""
+    _, rb = _measured(ev, n_boot, seed)
+    _, rn = _measured(ev, n_boot, seed, benign=True)
+    return {k: float(replicate_se(rn[k] - rb[k])) for k in rb if k in rn}
 
 
 def _powerless(spec: FigureSpec, rule: GateRule, base: float, mdr: float, zse: float, n: int):
@@ -308,13 +349,13 @@ def check(
     n = len(base_ev.ids)
     fb, rb = _measured(base_ev, n_boot, seed)
     fc, rc = _measured(cur_ev, n_boot, seed)
-    _, rn = _measured(base_ev, n_boot, seed, benign=True)
+    nulls = null_se(base_ev, seed=seed, n_boot=n_boot)
     outcomes = []
     for rule, spec in specs:
         b, c = fb[spec.key], fc[spec.key]
         z = rule.z if rule.z is not None else z_for(level)
         se_diff = float(replicate_se(rc[spec.key] - rb[spec.key]))
-        se_null = float(replicate_se(rn[spec.key] - rb[spec.key]))
+        se_null = nulls[spec.key]
         tol = max(rule.floor, z * se_diff) if math.isfinite(se_diff) else rule.floor
         mdr = minimal_detectable(spec, rule, z, se_null, base_ev)
         common = dict(
@@ -345,7 +386,12 @@ def check(
             outcomes.append(Outcome(spec, rule, current.scope, status, **{**common, "reason": why}))
             continue
         worse = -spec.sign * (c - b)
-        status = "fail" if worse > tol else "improved" if -worse > tol else "pass"
+        status = (
+            "fail" if worse > tol
+            else "unresolved" if worse > mdr
+            else "improved" if -worse > tol
+            else "pass"
+        )  # fmt: skip
         powerless = _powerless(spec, rule, b, mdr, z * se_null, n)
         outcomes.append(
             Outcome(
@@ -354,12 +400,36 @@ def check(
                 current.scope,
                 status,
                 **common,
-                movers=_movers(spec, base_ev, cur_ev) if status == "fail" else (),
+                movers=_movers(spec, base_ev, cur_ev) if status in _EXPLAINED else (),
                 powerless=powerless,
                 moved=_moved(spec, base_ev, cur_ev) if tol > mdr else None,
             )
         )
     return Verdict(current.scope, tuple(outcomes))
+
+
+def _fmt(x: Any, spec: str = ".4g") -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "n/a"
+    return format(x, spec)
+
+
+def unresolved_text(r: Mapping[str, Any]) -> str:
+    """One unresolved gate's line, from its record (:meth:`Outcome.to_dict`): the figure, its
+    scope, the change, its z and the samples that would resolve it. The terminal, the report,
+    JUnit and the exporters all print this one text."""
+    need = r.get("resolve_n")
+    return (
+        f"{r.get('figure')} in {r.get('scope')}: {_fmt(r.get('baseline'))} -> "
+        f"{_fmt(r.get('current'))} (change {_fmt(r.get('change'), '+.4g')}, z "
+        f"{_fmt(r.get('z_change'), '+.2f')}) is worse than its minimal detectable regression "
+        f"{_fmt(r.get('mdr'))} but inside this run's tolerance {_fmt(r.get('tolerance'))}"
+        + (f"; about {need} samples would resolve it (n={r.get('n')} now)" if need else "")
+    )
+
+
+#: Statuses whose message names the samples that moved most.
+_EXPLAINED = ("fail", "unresolved")
 
 
 def describe(outcome: Outcome, current: Payload) -> list[str]:
@@ -370,7 +440,7 @@ def describe(outcome: Outcome, current: Payload) -> list[str]:
         f"gate {o.status.upper()}: {s.name} in {o.scope} ({s.label}; "
         f"model {current.model}, dataset {current.dataset}, n={o.n})",
     ]
-    if o.reason and o.status != "fail":
+    if o.reason and o.status not in _EXPLAINED:
         lines.append(f"  {o.reason}")
     if not math.isfinite(o.baseline):
         return lines
@@ -382,7 +452,9 @@ def describe(outcome: Outcome, current: Payload) -> list[str]:
     ]
     if o.note:
         lines.append(f"  {o.note}")
-    if o.reason and o.status == "fail":
+    if o.status == "unresolved":
+        lines.append(f"  unresolved: {unresolved_text(o.to_dict(''))}")
+    if o.reason and o.status in _EXPLAINED:
         lines.append(f"  {o.reason}")
     if o.movers:
         lines.append(f"  samples that moved most ({s.per_sample}, baseline -> current):")

@@ -144,12 +144,17 @@ class GridEvidence(Evidence):
         n_options: np.ndarray,
         conditions: Sequence[str],
         logits: np.ndarray,
+        reference: np.ndarray | None = None,
     ) -> None:
         self.ids = tuple(str(i) for i in ids)
         self.answers = np.asarray(answers, dtype=np.int64)
         self.n_options = np.asarray(n_options, dtype=np.int64)
         self.conditions = tuple(conditions)
         self.logits = np.asarray(logits, dtype=np.float32)
+        #: (N, 1 + D*L) bool: the baseline's correctness in the logits' layout, once this
+        #: (current) side is paired with it (:meth:`paired_with`); the negative flip rates
+        #: read it. None: unpaired (a baseline flips nothing against itself).
+        self.reference = None if reference is None else np.asarray(reference, dtype=bool)
         n = len(self.ids)
         if len(set(self.ids)) != n:
             raise EvidenceError("sample ids repeat")
@@ -159,6 +164,10 @@ class GridEvidence(Evidence):
             )
         if self.answers.shape != (n,) or self.n_options.shape != (n,):
             raise EvidenceError(f"answers and n_options must be ({n},)")
+        if self.reference is not None and self.reference.shape != self.logits.shape[:2]:
+            raise EvidenceError(
+                f"reference: expected {self.logits.shape[:2]}, got {self.reference.shape}"
+            )
         parsed = [spec.parse_condition(c) for c in self.conditions]
         self.corruptions = tuple(dict.fromkeys(c for c, _ in parsed))
         self.severities = tuple(sorted({s for _, s in parsed}))
@@ -191,12 +200,13 @@ class GridEvidence(Evidence):
         if missing:
             raise EvidenceError(f"conditions not in this evidence: {missing[:3]}")
         cols = [0, *(index[c] for c in conditions)]
+        ref = None if self.reference is None else self.reference[:, cols]
         return GridEvidence(
-            self.ids, self.answers, self.n_options, conditions, self.logits[:, cols]
+            self.ids, self.answers, self.n_options, conditions, self.logits[:, cols], ref
         )
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {
+        out = {
             "kind": np.array(self.kind),
             "ids": np.array(self.ids, dtype=np.str_),
             "answers": self.answers,
@@ -204,6 +214,9 @@ class GridEvidence(Evidence):
             "conditions": np.array(self.conditions, dtype=np.str_),
             "logits": self.logits,
         }
+        if self.reference is not None:  # a paired side (never stored: a baseline has none)
+            out["reference"] = self.reference
+        return out
 
     @classmethod
     def _from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> GridEvidence:
@@ -214,6 +227,7 @@ class GridEvidence(Evidence):
                 arrays["n_options"],
                 _as_str_tuple(arrays["conditions"]),
                 arrays["logits"],
+                arrays.get("reference"),
             )
         except KeyError as exc:
             raise EvidenceError(f"grid evidence lacks array {exc}") from None
@@ -221,8 +235,14 @@ class GridEvidence(Evidence):
     def take(self, rows: np.ndarray, ids: Sequence[str] | None = None) -> GridEvidence:
         rows = np.asarray(rows)
         new_ids = [self.ids[i] for i in rows] if ids is None else list(ids)
+        ref = None if self.reference is None else self.reference[rows]
         return GridEvidence(
-            new_ids, self.answers[rows], self.n_options[rows], self.conditions, self.logits[rows]
+            new_ids,
+            self.answers[rows],
+            self.n_options[rows],
+            self.conditions,
+            self.logits[rows],
+            ref,
         )
 
     # -- figures ----------------------------------------------------------------------------
@@ -234,7 +254,28 @@ class GridEvidence(Evidence):
             self.n_options,
             n_severities=len(self.severities),
             corruptions=self.corruptions,
+            reference=self.reference,
         )
+
+    @property
+    def correctness(self) -> np.ndarray:
+        """(N, 1 + D*L) bool: each condition's answer correct, in the logits' layout (what a
+        candidate paired with this side reads as its :attr:`reference`)."""
+        g = self.grid
+        n = len(self.ids)
+        return np.concatenate([g.correct_clean[:, None], g.correct.reshape(n, -1)], axis=1)
+
+    def with_reference(self, reference: np.ndarray | None) -> GridEvidence:
+        """This evidence paired with a baseline's :attr:`correctness` (same rows and layout)."""
+        return GridEvidence(
+            self.ids, self.answers, self.n_options, self.conditions, self.logits, reference
+        )
+
+    def paired_with(self, baseline: Evidence) -> tuple[GridEvidence, str | None]:
+        """This (current) side carrying the baseline's correctness, aligned to its ids and
+        conditions, so the negative flip rates count the baseline's right answers it lost."""
+        assert isinstance(baseline, GridEvidence)
+        return self.with_reference(baseline.correctness), None
 
     def figures(self) -> dict[str, float]:
         return self.grid.model_figures()
@@ -248,8 +289,10 @@ class GridEvidence(Evidence):
     def benign(self, seed: int) -> GridEvidence:
         rng = np.random.default_rng([seed, 0xBE9])
         noise = rng.normal(0.0, BENIGN_LOGIT_SD, size=self.logits.shape).astype(np.float32)
+        # paired with this side, as a candidate is: its negative flips are benign ones
+        ref = self.correctness if self.reference is None else self.reference
         return GridEvidence(
-            self.ids, self.answers, self.n_options, self.conditions, self.logits + noise
+            self.ids, self.answers, self.n_options, self.conditions, self.logits + noise, ref
         )
 
 

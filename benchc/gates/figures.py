@@ -98,31 +98,46 @@ def gate(
 #: ``consistency`` falls under *any* change, benign included (near-tied predictions flip), so
 #: it is reported at every level but gated at the model level only, with a 5-point floor.
 #: Cell-level R_w rests on the few clean-wrong samples of one cell: family and model R_w gate it.
+#: ``p_correct`` (the probability of the correct option) is the continuous, paired counterpart
+#: of accuracy: a checkpoint that churns (gets other samples right) widens every 0/1 statistic,
+#: not this one. ``negative_flips`` (right on the baseline, wrong on the candidate) is gated
+#: on its own because churn hides it inside a small net accuracy change. Their floors sit above
+#: what measured benign variants reach (docs/measurements.md, benign calibration); the clean
+#: counterparts gate the clean condition once, at the model level.
 #: A list, so a figure registered elsewhere can be gated by appending its specs.
 FIGURES: list[FigureSpec] = [
     *gate(
         "cell",
         {
             "ras": 0.02, "r_c": 0.03, "r_w": 0.05, "accuracy": 0.03,
-            "relative_robustness": 0.05, "consistency": 0.05,
+            "relative_robustness": 0.05, "consistency": 0.05, "p_correct": 0.02,
+            "negative_flips": 0.08,
         },
-        gated=("ras", "r_c", "accuracy", "relative_robustness"),
-        # one cell's accuracy, consistency and relative robustness are shares of its samples:
-        # a regression there moves whole samples (their spread enters the MDR)
-        shares=("accuracy", "relative_robustness", "consistency"),
+        gated=("ras", "r_c", "accuracy", "relative_robustness", "p_correct", "negative_flips"),
+        # one cell's accuracy, consistency, relative robustness and negative flips are shares
+        # of its samples: a regression there moves whole samples (their spread enters the MDR)
+        shares=("accuracy", "relative_robustness", "consistency", "negative_flips"),
     ),
     *gate(
         "family",
-        {"ras": 0.01, "r_c": 0.015, "r_w": 0.03, "accuracy": 0.02, "consistency": 0.05},
-        gated=("ras", "r_c", "r_w", "accuracy"),
+        {
+            "ras": 0.01, "r_c": 0.015, "r_w": 0.03, "accuracy": 0.02, "consistency": 0.05,
+            "p_correct": 0.01, "negative_flips": 0.04,
+        },
+        gated=("ras", "r_c", "r_w", "accuracy", "p_correct", "negative_flips"),
     ),
     *gate(
         "model",
         {
             "ras": 0.01, "r_c": 0.015, "r_w": 0.03, "mixed_cell_rate": 5.0, "accuracy": 0.01,
-            "consistency": 0.05,
+            "consistency": 0.05, "p_correct": 0.005, "p_correct_clean": 0.01,
+            "negative_flips": 0.03, "negative_flips_clean": 0.05,
         },
-        gated=("ras", "r_c", "r_w", "mixed_cell_rate", "accuracy", "consistency"),
+        gated=(
+            "ras", "r_c", "r_w", "mixed_cell_rate", "accuracy", "consistency", "p_correct",
+            "p_correct_clean", "negative_flips", "negative_flips_clean",
+        ),
+        shares=("negative_flips_clean",),
     ),
     # both VSI figures move by whole samples: a sample turns insensitive, or its gap term
     # (probe correct - argmax changed, in {-1, 0, 1}) steps by 1

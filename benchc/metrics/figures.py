@@ -262,9 +262,33 @@ def _mixed(cells: Mapping[str, np.ndarray]) -> np.ndarray:
     return ratio(100.0 * mixed.sum(axis=-1), both.sum(axis=-1))
 
 
+def _p_answer(p: np.ndarray, answers: np.ndarray) -> np.ndarray:
+    """The probability of each entry's correct option: ``p`` (N, ..., K) at ``answers`` (N,)."""
+    idx = answers.reshape((-1,) + (1,) * (p.ndim - 1))
+    return np.take_along_axis(p, np.broadcast_to(idx, (*p.shape[:-1], 1)), axis=-1)[..., 0]
+
+
+def _ref_correct(g: Any) -> np.ndarray:
+    """The baseline's corrupted-pair correctness (N, D, L) a candidate is paired with; without
+    one (the baseline itself) its own, so it flips nothing against itself."""
+    ref = getattr(g, "ref_correct", None)
+    return g.correct if ref is None else ref
+
+
+def _ref_correct_clean(g: Any) -> np.ndarray:
+    """The clean counterpart of :func:`_ref_correct` (N,)."""
+    ref = getattr(g, "ref_correct_clean", None)
+    return g.correct_clean if ref is None else ref
+
+
 def _pairs(g: Any) -> float:
     """Corrupted pairs that count (a share of them moves by whole pairs)."""
     return float(np.asarray(_ok(g)).sum())
+
+
+def _samples(g: Any) -> float:
+    """Samples (a share of them moves by whole samples)."""
+    return float(np.asarray(g.correct_clean).shape[0])
 
 
 def _defined_cells(g: Any) -> float:
@@ -307,6 +331,25 @@ for _fig in (
               num=lambda g: np.where(_ok(g), g.ras, 0.0) * (1 - _cc(g)),
               den=lambda g: _ok(g) & ~_cc(g), column="R_w", cells=True,
               explains="ras_clean_wrong", pooling="states", clean="wrong"),
+    # docs/spec.md §6, "the most informative per-sample value": the probability of the
+    # correct option carries what 0/1 correctness throws away, so a paired gate on it resolves
+    # a churning checkpoint (samples moving both ways) that accuracy cannot
+    FigureDef("p_correct", "probability of the correct option (corrupted)", direction="higher",
+              bounds=_UNIT, num=_on(lambda g: np.nan_to_num(_p_answer(g.p_corrupt, g.answers))),
+              explains="p_correct", **{**_PAIR, "cells": False}),
+    FigureDef("p_correct_clean", "probability of the correct option (clean)", "grid", "sample",
+              "higher", _UNIT, num=lambda g: _p_answer(g.p_clean, g.answers).astype(np.float64),
+              den=lambda g: np.ones(g.correct_clean.shape), explains="p_correct_clean"),
+    # negative flips (Yan et al., CVPR 2021): right on the baseline, wrong on the candidate,
+    # paired by construction (the candidate's evidence carries the baseline's correctness;
+    # the baseline against itself flips nothing)
+    FigureDef("negative_flips", "negative flip rate (corrupted)", direction="lower",
+              bounds=_UNIT, num=_on(lambda g: _ref_correct(g) & ~g.correct),
+              explains="negative_flip", units=(_pairs, 1.0), **{**_PAIR, "cells": False}),
+    FigureDef("negative_flips_clean", "negative flip rate (clean)", "grid", "sample", "lower",
+              _UNIT, num=lambda g: _ref_correct_clean(g) & ~g.correct_clean,
+              den=lambda g: np.ones(g.correct_clean.shape), explains="negative_flip_clean",
+              units=(_samples, 1.0)),
     FigureDef("mixed_cell_rate", "Mixed-cell rate (%)", "grid", "cell", "lower", (0.0, 100.0),
               combine=_mixed, column="Mixed (%)", units=(_defined_cells, 100.0)),
     FigureDef("insensitive_fraction", f"insensitive fraction (VSI < {spec.VSI_INSENSITIVE:g})",

@@ -89,6 +89,10 @@ class GridMetrics:
     cell_pi: np.ndarray
     figures: Mapping[str, float] = field(default_factory=dict)
     cells: Mapping[str, np.ndarray] = field(default_factory=dict)
+    #: The baseline's correctness a candidate is paired with (clean (N,), corrupted (N, D, L)),
+    #: for the negative flip rates; None: not paired (the figures compare it with itself).
+    ref_correct_clean: np.ndarray | None = None
+    ref_correct: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -190,10 +194,18 @@ def grid_from_logits(
     n_severities: int = len(spec.SEVERITIES),
     valid: np.ndarray | None = None,
     corruptions: tuple[str, ...] | None = None,
+    reference: np.ndarray | None = None,
 ) -> GridMetrics:
-    """:func:`compute_grid` on the stored layout (N, 1 + D*L, K_max), clean condition first."""
+    """:func:`compute_grid` on the stored layout (N, 1 + D*L, K_max), clean condition first;
+    ``reference`` (N, 1 + D*L) bool, the baseline's correctness in the same layout."""
     clean, corrupt = split_conditions(logits, n_severities)
-    return compute_grid(clean, corrupt, answers, n_options, valid=valid, corruptions=corruptions)
+    ref = None
+    if reference is not None:
+        ref_clean, ref_corrupt = split_conditions(np.asarray(reference)[..., None], n_severities)
+        ref = (ref_clean[:, 0], ref_corrupt[..., 0])
+    return compute_grid(
+        clean, corrupt, answers, n_options, valid=valid, corruptions=corruptions, reference=ref
+    )
 
 
 def compute_grid(
@@ -204,13 +216,16 @@ def compute_grid(
     *,
     valid: np.ndarray | None = None,
     corruptions: tuple[str, ...] | None = None,
+    reference: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> GridMetrics:
     """Compute every Bench-C figure (docs/spec.md §4) for one model.
 
     ``logits_clean`` (N, K_max), ``logits_corrupt`` (N, D, L, K_max) NaN-padded option logits;
     ``answers`` (N,) int; ``n_options`` (N,) int or None to read K from the padding; ``valid``
     (N, D, L) bool marks usable corrupted pairs (default all; invalid pairs may hold NaN logits
-    and are excluded everywhere). ``corruptions`` names the D axis (default the 19 names of
+    and are excluded everywhere). ``reference``: the baseline's correctness (clean (N,),
+    corrupted (N, D, L) bool) this grid is paired with, for the negative flip rates.
+    ``corruptions`` names the D axis (default the 19 names of
     docs/spec.md §1 when D = 19). Raises ``ValueError`` naming the offending index on bad input.
     """
     lc = np.asarray(logits_clean)
@@ -294,6 +309,14 @@ def compute_grid(
         cell_alpha=att.alpha,
         cell_pi=att.pi,
     )
+    if reference is not None:
+        ref_clean, ref_corrupt = (np.asarray(a, dtype=bool) for a in reference)
+        if ref_clean.shape != (n,) or ref_corrupt.shape != (n, d, n_sev):
+            raise ValueError(
+                f"reference: expected ({n},) and {(n, d, n_sev)}, got {ref_clean.shape} and "
+                f"{ref_corrupt.shape}"
+            )
+        fields.update(ref_correct_clean=ref_clean, ref_correct=ref_corrupt & valid_arr)
     values = evaluate("grid", SimpleNamespace(**fields), cells=True)
     fields["figures"] = {f.name: float(values[f.name]) for f in defined("grid")}
     fields["cells"] = {f.name: _freeze(values[f"cell_{f.name}"]) for f in defined("grid", "pair")}

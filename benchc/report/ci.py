@@ -28,11 +28,13 @@ NUMBERS: tuple[str, ...] = (
     "se_diff",
     "floor",
     "z",
+    "z_change",
+    "resolve_n",
 )
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 #: The step summary's mark of each verdict state (:mod:`benchc.report.overall`).
-STATE_ICONS = {"fail": "❌", "inconclusive": "⚠️", "pass": "✅", "none": ""}
-_ORDER = {"fail": 0, "improved": 1, "unchecked": 2, "pass": 3}
+STATE_ICONS = {"fail": "❌", "unresolved": "⚠️", "inconclusive": "⚠️", "pass": "✅", "none": ""}
+_ORDER = {"fail": 0, "unresolved": 1, "improved": 2, "unchecked": 3, "pass": 4}
 
 
 def _clean(x: Any) -> Any:

@@ -1,4 +1,4 @@
-"""A run's one verdict: ``fail``, ``pass`` or ``inconclusive``, each with its reasons.
+"""A run's one verdict: ``fail``, ``unresolved``, ``inconclusive`` or ``pass``, with reasons.
 
 Why: "no gate failed" is not "the candidate is as robust as its baseline" when the gates could
 not have failed. One definition (:func:`decide`) is computed from the gate records and a few
@@ -7,6 +7,10 @@ terminal summary, ``report.json`` (``overall``), the page's verdict banner, the 
 properties and the GitHub step summary.
 
 * ``fail``: a gate failed (the exit code says so as before).
+* ``unresolved``: no gate failed, but a gated figure moved the worse way by more than its
+  printed minimal detectable regression while staying inside this run's own, widened tolerance
+  (samples moved both ways): the gate promised to catch a change that size and could not tell.
+  Each reason names the figure, its change, its z and the samples that would resolve it.
 * ``inconclusive``: no gate failed, but the verdict cannot be trusted, because
   - a model-level or VSI gate cannot fail on this dataset (its minimal detectable regression
     is at least the room its figure has), or most of the checked gates cannot;
@@ -21,9 +25,10 @@ properties and the GitHub step summary.
     figures that "improved" are not evidence of robustness.
 * ``pass``: every other run with at least one checked gate.
 
-What ``inconclusive`` does to the exit code is the suite's ``--inconclusive`` option
-(docs/guides/gates.md): ``warn`` (default) keeps the exit code and says so everywhere;
-``fail`` exits with :data:`EXIT_INCONCLUSIVE`.
+What ``unresolved`` and ``inconclusive`` do to the exit code is the suite's
+``--inconclusive`` option (docs/guides/gates.md): ``fail`` exits with
+:data:`EXIT_INCONCLUSIVE` (the default under ``--strict-gates``, whose unresolved gates also
+fail their cases); ``warn`` (the default otherwise) keeps the exit code and says so everywhere.
 """
 
 from __future__ import annotations
@@ -37,10 +42,11 @@ from typing import Any
 import numpy as np
 
 from benchc import spec
+from benchc.gates.check import unresolved_text
 from benchc.report.paired import Difference, differences
 from benchc.results.reader import StoredRun
 
-STATES: tuple[str, ...] = ("fail", "inconclusive", "pass", "none")
+STATES: tuple[str, ...] = ("fail", "unresolved", "inconclusive", "pass", "none")
 #: "Most samples": more than this share.
 MOST = 0.5
 #: A large change: this share of the figure's range (0.05 of an accuracy, 5 points of a %).
@@ -55,12 +61,15 @@ EXIT_INCONCLUSIVE = 6
 MODES: tuple[str, ...] = ("warn", "fail")
 
 Record = Mapping[str, Any]
+#: Gate statuses that were checked (able to fail).
+CHECKED: tuple[str, ...] = ("pass", "fail", "unresolved", "improved")
 
 
 @dataclass(frozen=True)
 class Reason:
-    """One cause, once: ``kind`` (``failed``, ``powerless``, ``unchecked``, ``not_answering``,
-    ``ungated_change``, ``image_blind``), its text and how many gates it covers."""
+    """One cause, once: ``kind`` (``failed``, ``unresolved``, ``powerless``, ``unchecked``,
+    ``not_answering``, ``ungated_change``, ``image_blind``), its text and how many gates it
+    covers."""
 
     kind: str
     text: str
@@ -106,9 +115,15 @@ class Overall:
     @property
     def headline(self) -> str:
         n_fail = self.counts.get("fail", 0)
-        checked = sum(self.counts.get(s, 0) for s in ("pass", "fail", "improved"))
+        checked = sum(self.counts.get(s, 0) for s in CHECKED)
         if self.state == "fail":
             return f"FAIL: {n_fail} gate(s) failed"
+        if self.state == "unresolved":
+            n = self.counts.get("unresolved", 0)
+            return (
+                f"UNRESOLVED: no gate failed, but {n} gated figure(s) moved the worse way by "
+                "more than their minimal detectable regression and this run cannot tell"
+            )
         if self.state == "inconclusive":
             return (
                 f"INCONCLUSIVE: no gate failed, but {len(self.reasons)} reason(s) the gates "
@@ -206,13 +221,18 @@ def _failed(fails: Sequence[Record]) -> list[Reason]:
     return out
 
 
+def _unresolved(r: Record) -> Reason:
+    return Reason("unresolved", unresolved_text(r), 1, verdict_anchor(r))
+
+
 def decide(records: Iterable[Record], facts: Facts | None = None) -> Overall:
     """The one verdict of a run's gate ``records`` (:meth:`benchc.gates.Outcome.to_dict`) and
     ``facts`` (:func:`run_facts`)."""
     records = [r for r in records if r.get("status") not in ("recorded", "kept")]
     counts = dict(Counter(str(r.get("status")) for r in records))
-    checked = [r for r in records if r.get("status") in ("pass", "fail", "improved")]
+    checked = [r for r in records if r.get("status") in CHECKED]
     fails = [r for r in records if r.get("status") == "fail"]
+    unresolved = [_unresolved(r) for r in records if r.get("status") == "unresolved"]
     doubts: list[Reason] = []
     powerless = [r for r in checked if is_powerless(r)]
     headline_gates = [r for r in powerless if r.get("level") in ("model", "vsi")]
@@ -242,9 +262,11 @@ def decide(records: Iterable[Record], facts: Facts | None = None) -> Overall:
     if facts is not None:
         doubts.extend(_fact_reasons(facts, checked))
     if fails:
-        return Overall("fail", (*_failed(fails), *doubts), counts, facts)
+        return Overall("fail", (*_failed(fails), *unresolved, *doubts), counts, facts)
     if not records:
         return Overall("none", tuple(doubts), counts, facts)
+    if unresolved:
+        return Overall("unresolved", (*unresolved, *doubts), counts, facts)
     return Overall("inconclusive" if doubts else "pass", tuple(doubts), counts, facts)
 
 
@@ -354,6 +376,7 @@ def run_facts(candidate: StoredRun, baseline: StoredRun | None) -> Facts:
 
 
 __all__ = [
-    "EXIT_INCONCLUSIVE", "MODES", "STATES", "Facts", "Overall", "Reason", "blind_share",
-    "decide", "group_failures", "grouped_text", "is_powerless", "run_facts",
+    "CHECKED", "EXIT_INCONCLUSIVE", "MODES", "STATES", "Facts", "Overall", "Reason",
+    "blind_share", "decide", "group_failures", "grouped_text", "is_powerless", "run_facts",
+    "unresolved_text",
 ]  # fmt: skip

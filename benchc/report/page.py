@@ -35,6 +35,8 @@ tr.fail td{background:#fde8e8}tr.improved td{background:#e6f6e9}tr.unchecked td{
 .v-fail{background:#fde8e8;border:1px solid #c62828}
 .v-ok{background:#e6f6e9;border:1px solid #2e7d32}
 .v-inconclusive{background:#fff6d6;border:1px solid #b58900}
+.v-unresolved{background:#fff0e0;border:1px solid #d35400}
+tr.unresolved td{background:#fff0e0}.b-unresolved{background:#d35400}
 .v-none{background:#f3f5f7;border:1px solid #aaa}figure.fig{margin:10px 0;overflow-x:auto}
 figure.fig svg{display:block;max-width:none}ul.movers{margin:2px 0;padding-left:16px}
 td p.reason,td p.mdr-note{margin:0 0 2px}header ul{margin:4px 0 0;font-size:12px;color:#c8d6e5}
@@ -131,7 +133,9 @@ def _table2(doc: dict[str, Any]) -> dict[str, Any]:
 def _by_status(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """The gates by status, in the verdicts' order (the verdict template picks the ones it
     lists, shows and folds away)."""
-    out: dict[str, list[dict[str, Any]]] = {"fail": [], "unchecked": [], "improved": [], "pass": []}
+    out: dict[str, list[dict[str, Any]]] = {
+        "fail": [], "unresolved": [], "unchecked": [], "improved": [], "pass": []
+    }  # fmt: skip
     for v in items:
         out.setdefault(str(v.get("status")), []).append(v)
     return out

@@ -75,9 +75,19 @@ class SuiteConfig:
     vsi_dataset: str | None = _d("vsi_dataset")  # None: the embedded set with the testbed
     false_alarm_budget: float = _d("false_alarm_budget")
     strict_gates: bool = _d("strict_gates")
-    #: What an inconclusive verdict does to the exit code (:mod:`benchc.report.overall`).
-    inconclusive: str = _d("inconclusive")
+    #: What an unresolved or inconclusive verdict does to the exit code
+    #: (:mod:`benchc.report.overall`; None: :attr:`inconclusive_mode` decides).
+    inconclusive: str | None = _d("inconclusive")
     worker_id: str | None = None
+
+    @property
+    def inconclusive_mode(self) -> str:
+        """``--inconclusive`` as given, else ``fail`` under ``--strict-gates`` (a release
+        gate passes on PASS only) and ``warn`` otherwise."""
+        if self.inconclusive is not None:
+            return self.inconclusive
+        return "fail" if self.strict_gates else "warn"
+
     #: The command line this session was started with (provenance; None: this process's).
     command_line: str | None = None
     #: Skip (and count) bad samples instead of failing on the first one.

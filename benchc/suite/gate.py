@@ -201,6 +201,15 @@ class GateCheck:
                 f"'{self.ref.name}': {record_command(self.cfg, extra=('-k', self.node.name))}"
             )
             pytest.fail("\n".join(lines), pytrace=False)
+        unresolved = verdict.by_status("unresolved")
+        if unresolved and self.strict:  # the MDR promised to catch it: not a pass
+            lines = [line for o in unresolved for line in describe(o, payload)]
+            lines.append(f"snapshot: {self.path} (baseline {self.ref.label})")
+            lines.append(
+                "UNRESOLVED under --strict-gates: more samples (the line above says how many) "
+                "resolve it; `benchc plan` sizes a dataset for a target regression"
+            )
+            pytest.fail("\n".join(lines), pytrace=False)
         unchecked = verdict.by_status("unchecked")
         if unchecked:
             text = "; ".join(f"{o.spec.name}: {o.reason}" for o in unchecked)

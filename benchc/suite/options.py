@@ -518,16 +518,19 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--strict-gates",
         "strict_gates",
-        "a gate that cannot be checked fails instead of being reported (release CI)",
+        "a gate that cannot be checked, or whose change it cannot resolve (UNRESOLVED), fails "
+        "instead of being reported, and an inconclusive run exits 6 (release CI; "
+        "--inconclusive=warn opts out of the latter)",
         switch=True,
     ),
     Option(
         "--inconclusive",
         "inconclusive",
-        "what an inconclusive verdict (no gate failed, but gates that cannot fail, a model not "
-        "answering, a large ungated change) does: warn (say so, keep the exit code) or fail "
-        "(exit status 6); default %(default)s",
-        default="warn",
+        "what an unresolved or inconclusive verdict (no gate failed, but a change beyond a "
+        "gate's minimal detectable regression it could not resolve, gates that cannot fail, a "
+        "model not answering, a large ungated change) does: warn (say so, keep the exit code) "
+        "or fail (exit status 6); default: fail under --strict-gates, else warn",
+        default=None,
         type=_choice(("warn", "fail")),
         metavar="{warn,fail}",
     ),

@@ -3,8 +3,9 @@
 Decided once, before any output is written (``tryfirst``: before JUnit XML is written and
 before the plugin's own report hooks), and stashed: the terminal summary, the page, the step
 summary and the JUnit ``<testsuite>`` properties all read this one object. Under
-``--inconclusive=fail`` an inconclusive run exits with
-:data:`benchc.report.overall.EXIT_INCONCLUSIVE` (a failed run keeps its own exit status).
+``--inconclusive=fail`` (the default under ``--strict-gates``) an unresolved or inconclusive
+run exits with :data:`benchc.report.overall.EXIT_INCONCLUSIVE` (a failed run keeps its own exit
+status).
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from benchc.report.overall import EXIT_INCONCLUSIVE
 
     if (
-        overall.state == "inconclusive"
-        and state.cfg.inconclusive == "fail"
+        overall.state in ("unresolved", "inconclusive")
+        and state.cfg.inconclusive_mode == "fail"
         and session.exitstatus == pytest.ExitCode.OK
     ):
         session.exitstatus = EXIT_INCONCLUSIVE

@@ -47,8 +47,8 @@ def gate_summary(
     by = Counter(r["status"] for r in records)
     lines = [
         *overall.lines(),
-        "gates: " + ", ".join(f"{by[s]} {s}" for s in ("pass", "fail", "improved", "unchecked",
-                                                         "kept", "off") if by[s]),
+        "gates: " + ", ".join(f"{by[s]} {s}" for s in ("pass", "fail", "unresolved", "improved",
+                                                         "unchecked", "kept", "off") if by[s]),
     ]  # fmt: skip
     if budget_line:
         lines.append(budget_line)

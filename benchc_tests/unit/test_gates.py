@@ -42,11 +42,19 @@ def test_every_figure_is_defined_once_per_level_with_spec_directions():
     seen = {(f.level, f.name) for f in FIGURES}
     assert len(seen) == len(FIGURES)
     for f in FIGURES:
-        lower = f.name in ("mixed_cell_rate", "gap", "insensitive_fraction")
+        lower = f.name in (
+            "mixed_cell_rate",
+            "gap",
+            "insensitive_fraction",
+            "negative_flips",
+            "negative_flips_clean",
+        )
         assert f.direction == ("lower" if lower else "higher"), f.name
         assert f.floor > 0
     # the issue's family-level gates
-    assert {f.name for f in figures("family", gated_only=True)} == {"ras", "r_c", "r_w", "accuracy"}
+    assert {f.name for f in figures("family", gated_only=True)} == {
+        "ras", "r_c", "r_w", "accuracy", "p_correct", "negative_flips"
+    }  # fmt: skip
     # consistency falls under any change: reported everywhere, gated only at the model level
     assert not figure("cell", "consistency").gated and not figure("family", "consistency").gated
     with pytest.raises(KeyError, match="no cell-level figure 'gap'"):
@@ -90,7 +98,9 @@ def test_rerecording_merges_rules_hand_edits_survive_new_defaults_arrive():
     edited = (GateRule("ras", "higher", 0.5, 2.0),)  # an old snapshot with one hand-edited rule
     merged = merge_rules(edited, "family")
     assert merged[0] == edited[0]
-    assert [r.figure for r in merged] == ["ras", "r_c", "r_w", "accuracy"]
+    assert [r.figure for r in merged] == [
+        "ras", "r_c", "r_w", "accuracy", "p_correct", "negative_flips"
+    ]  # fmt: skip
     assert merged[1:] == default_rules("family")[1:]
 
 
@@ -360,10 +370,10 @@ def test_payload_json_roundtrip_names_the_sidecar():
 
 def test_budget_over_payloads_counts_each_case_rules_as_its_gates():
     """Offline re-checks (``benchc report``) build one payload per case; the budget must count
-    the same gates pytest counts: 4 per cell, 4 per family, 1 per model-level case."""
+    the same gates pytest counts: 6 per cell, 6 per family, 1 per model-level case."""
     cases = grid_payloads(_grid(), model="m", dataset="d", info={}, seed=0, z_for=Z3)
     b = ErrorBudget.for_payloads(0.01, cases.values())
-    assert dict(b.gates) == {"cell": 4 * 4, "family": 2 * 4, "model": 6}
+    assert dict(b.gates) == {"cell": 4 * 6, "family": 2 * 6, "model": 10}
     assert b.z("model") == pytest.approx(ErrorBudget(0.01, dict(b.gates)).z("model"))
 
 

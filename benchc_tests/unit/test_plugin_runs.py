@@ -132,7 +132,7 @@ def test_default_run_passes_on_the_committed_snapshot(project):
         "not test_vsi",
     )
     result.assert_outcomes(passed=1 + 1 + 6)
-    assert "gates: 14 pass" in result.stdout.str()  # 4 cell + 4 family + 6 model figures
+    assert "gates: 22 pass" in result.stdout.str()  # 6 cell + 6 family + 10 model figures
 
 
 @pytest.mark.slow  # five suite runs: none, record, --report, recompute, per-sample (~20 s)
@@ -345,7 +345,7 @@ def test_subset_rerecord_never_overwrites_full_grid_snapshots(
     project.runpytest_inprocess(*args).assert_outcomes(passed=12)
     result = project.runpytest_inprocess(*subset)
     result.assert_outcomes(passed=1 + 1 + 6 + 2)  # model-level gates checked on the shared cell
-    assert "gates: 16 pass" in result.stdout.str()  # 4 cell, 4 family, 6 model, 2 VSI
+    assert "gates: 24 pass" in result.stdout.str()  # 6 cell, 6 family, 10 model, 2 VSI
 
 
 def test_a_damaged_sidecar_fails_its_gate_with_the_rerecord_command(

@@ -56,7 +56,7 @@ def _all_cases(ev: GridEvidence) -> dict[str, tuple[str, GridEvidence]]:
 
 
 def _failing(base: GridEvidence, cur: GridEvidence) -> set[str]:
-    budget = ErrorBudget(0.01, {"cell": 380, "family": 20, "model": 6, "vsi": 2})
+    budget = ErrorBudget(0.01, {"cell": 570, "family": 30, "model": 10, "vsi": 2})
     failed = set()
     cur_cases = _all_cases(cur)
     for name, (level, ev) in _all_cases(base).items():

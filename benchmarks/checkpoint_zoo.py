@@ -1,0 +1,158 @@
+"""The checkpoint zoo: real weight edits of the embedded model, gated like a release.
+
+Each edit of :data:`benchc.testing.dev.checkpoints.EDITS` (projector scaled down, vision tower
+perturbed, vision layers re-initialised, a brief text-only fine-tune, the vision tower
+quantised to int8 / int4 / int3, a random low-rank update merged, and the benign re-save in
+bfloat16), on its ladder of strengths, is written as a checkpoint folder and run through the
+suite's real model path (``from_pretrained`` on the folder, the results store) on a grid of
+``--corruptions`` x ``--severities``; benign settings of the reference folder (bfloat16
+inference, batch size 1, the eager attention implementation) run beside them. Every variant is
+then gated against the reference model's outputs (cells, families, the model level: what the
+suite runs on that grid, with its false-alarm budget) on ``--resamples`` bootstrap resamples of
+the testbed (sample ids drawn with replacement, the same for both sides).
+
+Printed per variant: clean and corrupted accuracy change, the negative flip rates, and in how
+many resamples the verdict was FAIL, UNRESOLVED or PASS, with the gates that caught it. The
+last lines check the targets of docs/spec.md §6: every edit moving clean or corrupted accuracy
+by 3 points or more is FAIL or UNRESOLVED in at least 19 of 20 resamples; every benign variant
+is PASS in at least 19 of 20.
+
+    python benchmarks/checkpoint_zoo.py                    # docs/measurements.md (~10 min, 2 cores)
+    python benchmarks/checkpoint_zoo.py --quick --resamples 3 --corruptions fog --severities 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+from gate_power import Outputs, budget_for, gate_statuses, resample, run_variant
+
+from benchc.suite.config import (
+    DEFAULT_DATASET,
+    DEFAULT_MODEL,
+    SuiteConfig,
+    parse_corruptions,
+    parse_severities,
+)
+from benchc.testing.dev.checkpoints import EDITS, weight_change, write_checkpoint
+
+#: The default grid: the default run's slice (one corruption per family, severities 1, 3, 5).
+CORRUPTIONS = "gaussian_noise,defocus_blur,fog,contrast,pixelate"
+SEVERITIES = "1,3,5"
+#: An edit "moves accuracy" when clean or corrupted accuracy changes by at least this much.
+MEANINGFUL = 0.03
+#: Resample share a verdict must reach (19 of 20).
+SHARE = 0.95
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _flips(ref: Outputs, out: Outputs) -> tuple[float, float]:
+    """Negative flip rates (corrupted pairs, clean samples) of ``out`` against ``ref``."""
+    cur = out.grid.align(ref.grid.ids).paired_with(ref.grid)[0]
+    f = cur.figures()
+    return f["negative_flips"], f["negative_flips_clean"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--resamples", type=int, default=20)
+    ap.add_argument("--corruptions", default=CORRUPTIONS)
+    ap.add_argument("--severities", default=SEVERITIES)
+    ap.add_argument("--dataset", default=DEFAULT_DATASET, help="testbed (default: embedded)")
+    ap.add_argument("--model", default=DEFAULT_MODEL, help="the reference checkpoint folder")
+    ap.add_argument("--budget", type=float, default=0.01)
+    ap.add_argument("--results-dir", type=Path, default=Path(".benchc/checkpoint-zoo"))
+    ap.add_argument("--quick", action="store_true", help="one strength per edit (smoke run)")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+
+    cfg = SuiteConfig(
+        model=args.model,
+        dataset=args.dataset,
+        corruptions=parse_corruptions(args.corruptions),
+        severities=parse_severities(args.severities),
+        results_dir=args.results_dir,
+    )
+    t0 = time.perf_counter()
+    ref = run_variant(cfg, vsi=False)
+    #: (name, kind, strength, weight change, outputs)
+    variants: list[tuple[str, str, str, str, Outputs]] = [
+        ("reference (itself)", "benign", "-", "0", ref),
+        ("bfloat16 inference", "benign", "-", "-", run_variant(cfg, dtype="bfloat16", vsi=False)),
+        ("batch size 1", "benign", "-", "-", run_variant(cfg, batch_size=1, vsi=False)),
+        ("attention eager", "benign", "-", "-",
+         run_variant(cfg, model_args={"attn_implementation": "eager"}, vsi=False)),
+    ]  # fmt: skip
+    source = Path(args.model)
+    for e in EDITS:
+        for s in e.strengths[-1:] if args.quick else e.strengths:
+            folder = args.results_dir / "checkpoints" / f"{_slug(e.name)}-{s:g}"
+            write_checkpoint(source, folder, e, s)
+            out = run_variant(cfg, model=str(folder), vsi=False)
+            kind = "benign" if e.benign else "edit"
+            variants.append((e.name, kind, f"{s:g}", f"{weight_change(source, folder):.3g}", out))
+    t_models = time.perf_counter() - t0
+
+    budget = budget_for(ref, args.budget)
+    rng = np.random.default_rng(args.seed)
+    n = len(ref.grid.ids)
+    rows = [rng.integers(0, n, n) for _ in range(args.resamples)]
+    print(f"# checkpoint zoo: {args.resamples} bootstrap resamples of the testbed ({n} samples, "
+          f"{len(ref.grid.conditions)} cells: {args.corruptions} x {args.severities})")  # fmt: skip
+    print(f"# {budget.describe()}")
+    print()
+    print(
+        "| edit | kind | strength | weight change | Δ acc clean | Δ acc corrupted | neg. flips "
+        "corrupted | neg. flips clean | FAIL | UNRESOLVED | PASS | caught by (share of runs) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    f0 = ref.grid.figures()
+    missed: list[str] = []
+    alarms: list[str] = []
+    meaningful = benign = 0
+    for name, kind, strength, dw, out in variants:
+        hits: Counter = Counter()
+        verdicts: Counter = Counter()
+        for r in rows:
+            st = gate_statuses(resample(ref, r, r), resample(out, r, r), budget)
+            verdict = "FAIL" if st["fail"] else "UNRESOLVED" if st["unresolved"] else "PASS"
+            verdicts[verdict] += 1
+            hits.update(set(st["fail"]) | set(st["unresolved"]))
+        f = out.grid.figures()
+        d_clean, d_corr = f["acc_clean"] - f0["acc_clean"], f["accuracy"] - f0["accuracy"]
+        nf, nf_clean = _flips(ref, out)
+        ranked = sorted(hits.items(), key=lambda gc: (-gc[1], gc[0]))[:4]
+        top = ", ".join(f"{g} {c / len(rows):.0%}" for g, c in ranked) or "-"
+        print(f"| {name} | {kind} | {strength} | {dw} | {d_clean:+.3f} | {d_corr:+.3f} | {nf:.3f} "
+              f"| {nf_clean:.3f} | {verdicts['FAIL']} | {verdicts['UNRESOLVED']} "
+              f"| {verdicts['PASS']} | {top} |", flush=True)  # fmt: skip
+        label = f"{name} {strength}"
+        if kind == "benign":
+            benign += 1
+            if verdicts["PASS"] < SHARE * len(rows):
+                alarms.append(label)
+        elif max(-d_clean, -d_corr) >= MEANINGFUL - 1e-12:
+            meaningful += 1
+            if verdicts["FAIL"] + verdicts["UNRESOLVED"] < SHARE * len(rows):
+                missed.append(label)
+    t2 = time.perf_counter()
+    print()
+    print(f"# edits losing >= {MEANINGFUL:g} of clean or corrupted accuracy: {meaningful}; FAIL or "
+          f"UNRESOLVED in >= {SHARE:.0%} of resamples: {meaningful - len(missed)}"
+          + (f" (missed: {', '.join(missed)})" if missed else ""))  # fmt: skip
+    passed = benign - len(alarms)
+    print(f"# benign variants: {benign}; PASS in >= {SHARE:.0%} of resamples: {passed}"
+          + (f" (alarms: {', '.join(alarms)})" if alarms else ""))  # fmt: skip
+    print(f"# model runs {t_models:.0f} s, gate checks {t2 - t_models - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
