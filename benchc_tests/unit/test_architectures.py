@@ -219,7 +219,7 @@ def test_suite_run_records_every_gate(name, root, pytester, tmp_path_factory) ->
         "-p",
         "no:randomly",
     )
-    result.assert_outcomes(passed=2 + 2 + 6 + 2)  # cells, families, model level, VSI
+    result.assert_outcomes(passed=2 + 2 + 10 + 2)  # cells, families, model level, VSI
     snapshots = {p.name: json.loads(p.read_text()) for p in (out / "thresholds").glob("*/*.json")}
     assert len(snapshots) == 12
     vsi = snapshots["test_vsi-insensitive_fraction.json"]

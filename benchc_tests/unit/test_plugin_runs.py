@@ -131,7 +131,7 @@ def test_default_run_passes_on_the_committed_snapshot(project):
         "-k",
         "not test_vsi",
     )
-    result.assert_outcomes(passed=1 + 1 + 6)
+    result.assert_outcomes(passed=1 + 1 + 10)
     assert "gates: 22 pass" in result.stdout.str()  # 6 cell + 6 family + 10 model figures
 
 
@@ -153,7 +153,7 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
 
     # 2. Record: figures, SEs and rules land in thresholds/tiny-vlm/.
     result = project.runpytest_inprocess(*args, "--snapshot-update")
-    result.assert_outcomes(passed=12)
+    result.assert_outcomes(passed=16)
     recorded = _snapshots(root)
     assert {"test_cell-fog-2.json", "test_model-mixed_cell_rate.json", "test_vsi-gap.json"} <= set(
         recorded
@@ -168,7 +168,7 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
     # 3. The same model passes, and --report writes the page and its JSON, baseline overlaid.
     report = root / "report"
     result = project.runpytest_inprocess(*args, f"--report={report}")
-    result.assert_outcomes(passed=12)
+    result.assert_outcomes(passed=16)
     assert 0 < (report / "report.html").stat().st_size < 5_000_000
     doc = json.loads((report / "report.json").read_text())
     assert [s["kind"] for s in doc["series"]] == ["run", "baseline"]
@@ -186,7 +186,7 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
     result = project.runpytest_inprocess(
         *_args(model_dir, small_dataset, corruption_cache, root, "fresh"), "--snapshot-update"
     )
-    result.assert_outcomes(passed=12)
+    result.assert_outcomes(passed=16)
     assert _snapshots(root) == recorded
 
     # 5. Per-sample drill-down: one case per cell x sample, checked against the cell snapshot;
@@ -240,7 +240,7 @@ def test_degraded_model_fails_then_update_passes(
 ):
     root = project.path
     args = _args(model_dir, medium_dataset, corruption_cache, root)
-    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=12)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=16)
     degraded = [*args, "--benchc-degrade=damp=0.05,sharpen=4"]
 
     result = project.runpytest_inprocess(*degraded)
@@ -250,8 +250,8 @@ def test_degraded_model_fails_then_update_passes(
     for needed in ("baseline", "current", "tolerance", "samples that moved most"):
         assert needed in out
 
-    project.runpytest_inprocess(*degraded, "--snapshot-update").assert_outcomes(passed=12)
-    project.runpytest_inprocess(*degraded).assert_outcomes(passed=12)
+    project.runpytest_inprocess(*degraded, "--snapshot-update").assert_outcomes(passed=16)
+    project.runpytest_inprocess(*degraded).assert_outcomes(passed=16)
     # Back to the original model against the degraded baseline: its accuracy gain is reported,
     # never failed. Its consistency is lower (a washed-out model gives the same answer whatever
     # the corruption), and that structural change is what the consistency/RAS gates flag.
@@ -279,7 +279,7 @@ def test_killed_xdist_run_resumes_to_the_serial_figures(
     # another results folder, so the killed run below still computes everything itself
     grid = ["--corruptions=noise", "--severities=1-3", "--snapshot-update"]
     first = [*_args(model_dir, small_dataset, corruption_cache, root, "first"), *grid]
-    project.runpytest_inprocess(*first).assert_outcomes(passed=12 + 1 + 6 + 2)
+    project.runpytest_inprocess(*first).assert_outcomes(passed=12 + 1 + 10 + 2)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", *args, "-q", "-n", "2"],
         cwd=root,
@@ -300,7 +300,7 @@ def test_killed_xdist_run_resumes_to_the_serial_figures(
     assert 2 <= len([p for p in before if "-" in p.stem]) < 12
 
     record = [*args, "--snapshot-update"]
-    project.runpytest_inprocess(*record).assert_outcomes(passed=12 + 1 + 6 + 2)
+    project.runpytest_inprocess(*record).assert_outcomes(passed=12 + 1 + 10 + 2)
     for path, mtime in before.items():  # finished conditions were reused, not recomputed
         assert path.stat().st_mtime_ns == mtime, path.name
 
@@ -310,7 +310,7 @@ def test_killed_xdist_run_resumes_to_the_serial_figures(
         )
         for a in record
     ]
-    project.runpytest_inprocess(*reference).assert_outcomes(passed=12 + 1 + 6 + 2)
+    project.runpytest_inprocess(*reference).assert_outcomes(passed=12 + 1 + 10 + 2)
     resumed, uninterrupted = _stored(results), _stored(root / "reference")
     assert resumed.keys() == uninterrupted.keys()
     for name, arrays in uninterrupted.items():
@@ -331,20 +331,20 @@ def test_subset_rerecord_never_overwrites_full_grid_snapshots(
     or subset, still checks them: none is skipped."""
     root = project.path
     args = _args(model_dir, small_dataset, corruption_cache, root)
-    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=12)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=16)
     full = _snapshots(root)
 
     subset = [*args, "--corruptions=fog"]
     result = project.runpytest_inprocess(*subset, "--snapshot-update")
-    result.assert_outcomes(passed=1 + 1 + 6 + 2)
+    result.assert_outcomes(passed=1 + 1 + 10 + 2)
     assert "KEPT test_model[ras]: recorded over 2 cells, this run selects 1" in result.stdout.str()
     after = _snapshots(root)
     kept = [n for n in full if n.startswith("test_model-") or "pixelate" in n]
-    assert len(kept) == 6 + 1 and all(after[n] == full[n] for n in kept)
+    assert len(kept) == 10 + 1 and all(after[n] == full[n] for n in kept)
 
-    project.runpytest_inprocess(*args).assert_outcomes(passed=12)
+    project.runpytest_inprocess(*args).assert_outcomes(passed=16)
     result = project.runpytest_inprocess(*subset)
-    result.assert_outcomes(passed=1 + 1 + 6 + 2)  # model-level gates checked on the shared cell
+    result.assert_outcomes(passed=1 + 1 + 10 + 2)  # model-level gates checked on the shared cell
     assert "gates: 24 pass" in result.stdout.str()  # 6 cell, 6 family, 10 model, 2 VSI
 
 

@@ -417,7 +417,7 @@ def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) 
         "no:randomly",
     ]
     result = project.runpytest_inprocess(*args, "--snapshot-update")
-    result.assert_outcomes(passed=1 + 1 + 6 + 2)  # cell, family, model, VSI (top-k variant)
+    result.assert_outcomes(passed=1 + 1 + 10 + 2)  # cell, family, model, VSI (top-k variant)
     result.stdout.fnmatch_lines(
         ["*note: tiny over http://127.0.0.1:*: queries scored * by logprobs*"]
     )
@@ -427,7 +427,7 @@ def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) 
     # checked again: the gap has no vision tower to probe, so it is UNCHECKED, never silent,
     # and a failure under --strict-gates
     result = project.runpytest_inprocess(*args)
-    result.assert_outcomes(passed=1 + 1 + 6 + 1, skipped=1)
+    result.assert_outcomes(passed=1 + 1 + 10 + 1, skipped=1)
     assert "UNCHECKED gap in vsi" in result.stdout.str()
     result = project.runpytest_inprocess(*args, "--strict-gates")
-    result.assert_outcomes(passed=1 + 1 + 6 + 1, failed=1)
+    result.assert_outcomes(passed=1 + 1 + 10 + 1, failed=1)
