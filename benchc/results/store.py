@@ -105,14 +105,24 @@ class StoreRepairWarning(UserWarning):
     summary (:attr:`ResultStore.repaired`)."""
 
 
-def damaged_in_read_only(err: StoreError, path: Path, origin: str, root: Path) -> StoreError:
-    """The one line for a damaged file of a store this process only reads: the file, that
+def damaged_in_read_only(
+    err: StoreError, path: Path, origin: str, root: Path, location: str | None = None
+) -> StoreError:
+    """The one line for a damaged file of a store this process only reads: the file (under
+    ``location``, the store as the user named it, when ``root`` is a local copy of it), that
     nothing was changed, and the two ways to mend it."""
+    where = location or str(root)
+    text = str(err).replace(str(root), where)
+    shown = "the file" if location is None else f"{where}/{path.relative_to(root).as_posix()}"
+    rerun = (
+        f"--results-dir {root} instead of --from-store"
+        if location is None
+        else "--results-dir pointing at the store that was pushed there, instead of --from-store"
+    )
     return StoreError(
-        f"{err}; {origin} only reads this store, so {path} was left as it is. Mend it where the "
-        f"store was written: rerun the same pytest command with --results-dir {root} instead of "
-        "--from-store (the damaged file is recomputed, nothing else), then benchc push that "
-        "store again"
+        f"{text}; {origin} only reads this store, so {shown} was left as it is. Mend it where "
+        f"the store was written: rerun the same pytest command with {rerun} (the damaged file "
+        "is recomputed, nothing else), then benchc push that store again"
     )
 
 
@@ -178,15 +188,18 @@ class ResultStore:
         *,
         lock_timeout: float | None = None,
         read_only: str | None = None,
+        location: str | None = None,
     ) -> None:
         """``read_only``: who only reads this store (``"--from-store URL"``); such a store is
         never written, repaired or deleted from: a damaged file is a :class:`StoreError` naming
-        it, a missing chunk one naming the chunk."""
+        it, a missing chunk one naming the chunk. ``location``: the store as the user named it
+        when ``root`` is a local copy of it (a URL)."""
         self.root = Path(root)
         self.key = key
         self.lock_timeout = lock_timeout
         self.run_dir = self.root / key.dirname()
         self.read_only = read_only
+        self.location = location
         #: Damaged files of this (writable) store removed to be recomputed, with why: the run's
         #: summary says so on one line (:meth:`repair_note`).
         self.repaired: list[tuple[Path, str]] = []
@@ -219,7 +232,9 @@ class ResultStore:
         """A damaged file: removed to be recomputed in a writable store, an error in one that
         is only read."""
         if self.read_only is not None:
-            raise damaged_in_read_only(err, path, self.read_only, self.root) from None
+            raise damaged_in_read_only(
+                err, path, self.read_only, self.root, self.location
+            ) from None
         path.unlink(missing_ok=True)
         self.repaired.append((path, str(err)))
 

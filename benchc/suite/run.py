@@ -108,6 +108,7 @@ class SuiteRun:
             self.key,
             lock_timeout=cfg.lock_timeout,
             read_only=None if cfg.from_store is None else f"--from-store {cfg.from_store}",
+            location=str(cfg.from_store) if "://" in str(cfg.from_store) else None,
         )
         self.locator = resolve_locator(cfg.region_locator)
         #: The VSI arrays depend on the locator, the cells do not: only VSI's stored name has it.
