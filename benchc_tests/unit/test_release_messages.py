@@ -137,7 +137,9 @@ def test_a_smoke_run_is_checked_on_the_samples_both_sides_hold():
 def test_baselines_are_named_or_given_by_path(tmp_path):
     th = tmp_path / "thresholds"
     (th / "release").mkdir(parents=True)
-    (th / "release" / "test_model-ras.json").write_text("{}")
+    (th / "release" / "test_model-ras.json").write_text('{"benchc_snapshot": 2}')
+    (th / "a-checkpoint").mkdir()  # JSON that is not a snapshot: not a baseline
+    (th / "a-checkpoint" / "config.json").write_text('{"model_type": "idefics3"}')
     assert available(th) == ["release"]
     assert normalise("release", th, tmp_path) == "release"
     assert normalise("other/rel", th, tmp_path) == str((tmp_path / "other" / "rel").resolve())
