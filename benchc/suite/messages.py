@@ -74,15 +74,15 @@ def missing_baseline(cfg: SuiteConfig, ref: BaselineRef, model_name: str) -> str
         if ref.given is not None
         else f"no --baseline given, so the model's own name '{ref.name}'"
     )
-    where = "does not exist" if not ref.folder.exists() else "holds no threshold snapshot"
+    where = "the folder does not exist; " if not ref.folder.exists() else ""
     there = recorded_elsewhere(cfg, ref)
     by_place: dict[str, list[str]] = {}
     for value, place in there:
         by_place.setdefault(place, []).append(Path(value).name)
     listed = "; ".join(f"in {place}: {', '.join(names)}" for place, names in by_place.items())
     lines = [
-        f"no baseline '{ref.name}' to gate model '{model_name}' against: {ref.source}/ {where} "
-        f"({how}).",
+        f"no baseline '{ref.name}' to gate model '{model_name}' against: no threshold "
+        f"snapshot in {ref.source}/ ({where}{how}).",
         "baselines recorded " + (listed or f"in {display_path(cfg.thresholds_dir)}: none"),
         "fixes, in order:",
     ]

@@ -60,7 +60,7 @@ def test_every_fix_for_a_missing_baseline_works_as_printed(tmp_path):
     first = _pytest(argv)
     text = first.stdout + first.stderr
     assert first.returncode == EXIT_USAGE, text[-3000:]
-    assert f"{missing}/ does not exist" in text
+    assert f"no threshold snapshot in {missing}/ (the folder does not exist; " in text
     (listed,) = [line for line in text.splitlines() if line.startswith("baselines recorded ")]
     assert listed == (f"baselines recorded in {thresholds}: tiny-vlm; in {place}: release-0"), (
         listed

@@ -199,3 +199,36 @@ def test_recording_block_says_one_undefined_figure_once_with_its_levels_and_fold
     assert "switch the gate off in each of their 6 files in /t/model-v1 by adding ':off'" in text
     assert "    gap in vsi: too few images" in lines and "      remedy: record larger" in lines
     assert "    accuracy: 2 cell" in lines
+
+
+def test_a_missing_baseline_lists_only_recorded_ones_and_each_printed_value_resolves(tmp_path):
+    """Issue 40: the folders beside a missing ``--baseline`` path hold a report and a
+    checkpoint (JSON, not snapshots) and one recorded baseline; ``--thresholds-dir`` holds
+    another. Only the two baselines are listed, and each printed command's ``--baseline``
+    resolves to one of them (the slow test runs them: test_missing_baseline_runs.py)."""
+    from benchc.gates.baselines import MANIFEST, BaselineRef, is_recorded
+    from benchc.suite.messages import missing_baseline
+
+    place, th = tmp_path / "place", tmp_path / "th"
+    for folder, name in ((place / "report", "report.json"), (place / "ckpt", "config.json")):
+        folder.mkdir(parents=True)
+        (folder / name).write_text("{}")
+    for folder in (place / "release-0", th / "release-9"):
+        folder.mkdir(parents=True)
+        (folder / "test_model-ras.json").write_text('{"benchc_snapshot": 2}')
+    write_manifest(place / "release-0", {})
+    missing = place / "release-1"
+    cfg = SuiteConfig.from_options(
+        {"benchc_thresholds_dir": str(th), "benchc_baseline": str(missing)}.get, rootdir=tmp_path
+    )
+    text = missing_baseline(cfg, BaselineRef("release-1", missing, str(missing)), "cand")
+    assert f"no threshold snapshot in {missing}/ (the folder does not exist; " in text
+    assert f"baselines recorded in {th}: release-9; in {place}: release-0\n" in text
+    printed = [line.strip() for line in text.splitlines() if line.startswith("       pytest")]
+    assert len(printed) == 3
+    for line in printed[:2]:
+        back = _reparse(line, tmp_path)
+        folder = resolve(back.thresholds_dir, back.baseline, None).folder
+        assert is_recorded(folder) and (folder / "test_model-ras.json").is_file(), line
+    back = _reparse(printed[2].replace("<released checkpoint>", "m"), tmp_path)
+    assert back.baseline == str(missing) and not (missing / MANIFEST).exists()
