@@ -97,6 +97,28 @@ def test_the_summary_says_each_kind_of_note_once_with_its_count():
     ]
 
 
+def test_the_powerless_count_is_one_number_in_the_verdict_and_the_summary():
+    """Issue 40: "4 of 16 checked gate(s) cannot fail", then "POWERLESS 3 gate(s)". A gate
+    flagged powerless without the words in its reason, and an unchecked gate whose reason says
+    "cannot fail", are counted the same way in both lines."""
+    import re
+
+    from benchc.report.overall import decide
+
+    says = "this gate cannot fail on this dataset: minimal detectable regression 0.5"
+    records = [_record("pass", "ras", "model", says), _record("pass", "r_c", "model", says)]
+    records += [_record("pass", "r_w", "model", says), dict(_record("pass", "acc", "model"),
+                                                            powerless=True)]  # fmt: skip
+    records += [_record("pass", f"f{i}", "model") for i in range(8)]
+    records += [_record("unchecked", "gap", "vsi", says) for _ in range(2)]
+    overall = decide(records)
+    lines = gate_summary(records, overall=overall)
+    (reason,) = [ln for ln in lines if "checked gate(s) cannot fail" in ln]
+    (power,) = [ln for ln in lines if ln.startswith("POWERLESS")]
+    assert re.search(r"\b4 of 12 checked gate\(s\)", reason), reason
+    assert power.startswith("POWERLESS 4 gate(s)"), power
+
+
 def _grid(n: int, seed: int = 0) -> GridEvidence:
     rng = np.random.default_rng(seed)
     logits = rng.normal(size=(n, 2, 4)).astype(np.float32)
@@ -173,6 +195,8 @@ def test_k_selecting_nothing_loads_nothing(pytester: pytest.Pytester, tmp_path):
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     assert "cannot be loaded" not in result.stderr.str()
     assert "108 deselected" in result.stdout.str()  # 95+5+8 cases, no placeholder
+    # ... and none collected either (issue 40: "collected 15 items" while 14 ran)
+    assert "collected 108 items / 108 deselected / 0 selected" in result.stdout.str()
 
 
 def test_recording_block_says_one_undefined_figure_once_with_its_levels_and_folder():
