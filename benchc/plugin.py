@@ -78,6 +78,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         collect.parametrize(metafunc, _session(metafunc.config))
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object):
+    """Without ``--per-sample`` its test has no case: its placeholder is never collected, so
+    pytest's "collected N items" counts only cases that run or that a user deselects."""
+    result = yield
+    if isinstance(result, list) and SESSION in collector.config.stash:
+        from benchc.suite.markers import PER_SAMPLE_OFF
+
+        result = [i for i in result if PER_SAMPLE_OFF not in getattr(i, "name", "")]
+    return result
+
+
 def _gate_counts(items: list[pytest.Item]) -> dict[str, int]:
     """How many gates of each level the selected cases run (the budget's denominators)."""
     from benchc.gates.budget import count_gates

@@ -81,11 +81,28 @@ def snapshot_files(folder: Path) -> list[Path]:
 
 
 def available(thresholds_dir: Path) -> list[str]:
-    """Names of the baselines recorded in ``thresholds_dir`` (folders holding snapshots)."""
+    """Names of the baselines recorded in ``thresholds_dir``: folders benchc recorded
+    (:func:`is_recorded`), never a checkpoint's or a report's folder that merely holds JSON."""
     root = Path(thresholds_dir)
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and snapshot_files(p))
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and is_recorded(p))
+
+
+def is_recorded(folder: Path, *, probe: int = 5) -> bool:
+    """``folder`` is a baseline benchc recorded: it has :data:`MANIFEST`, or one of its first
+    ``probe`` JSON files is a threshold snapshot (an older recording has no manifest)."""
+    folder = Path(folder)
+    if (folder / MANIFEST).is_file():
+        return True
+    for path in snapshot_files(folder)[:probe]:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and "benchc_snapshot" in data:
+            return True
+    return False
 
 
 def is_baseline_folder(folder: Path) -> bool:
@@ -174,6 +191,7 @@ __all__ = [
     "Recorded",
     "available",
     "is_baseline_folder",
+    "is_recorded",
     "normalise",
     "read_manifest",
     "recorded",

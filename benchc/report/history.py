@@ -59,6 +59,9 @@ def _git_added(folder: Path) -> float | None:
 
 def ordered(thresholds_dir: Path, names: Sequence[str] | None = None) -> list[str]:
     """The baselines of ``thresholds_dir`` in release order (module docstring)."""
+    if not Path(thresholds_dir).is_dir():
+        what = "is a file, not a folder" if Path(thresholds_dir).exists() else "does not exist"
+        raise HistoryError(f"{display_path(thresholds_dir)}: {what}")
     there = available(thresholds_dir)
     if not there:
         raise HistoryError(f"{display_path(thresholds_dir)}: no recorded baseline in it")
@@ -117,7 +120,7 @@ def history(thresholds_dir: Path, names: Sequence[str] | None = None) -> dict[st
         floor = next((per[n][key][1] for n in reversed(order) if key in per[n]), None)
         rows.append({
             "level": level, "figure": name, "label": fig.label, "direction": fig.direction,
-            "floor": floor,
+            "floor": floor, "unit": "%" if fig.bounds == (0.0, 100.0) else None,
             "values": [None if p is None else {"value": p.value, "se": p.se} for p in points],
             "drift": _drift(points, fig.direction, floor, order),
         })  # fmt: skip
@@ -151,9 +154,11 @@ def _drift(
 
 
 def _cell(v: dict[str, Any] | None) -> str:
+    """A recorded value and its standard error, written as such: not ``value ± SE``, which
+    reads as an interval and crosses the bound of a figure at its edge (a rate at 0)."""
     if v is None or v.get("value") is None:
         return "—"
-    return f"{v['value']:.4f}" + (f" ±{v['se']:.4f}" if v.get("se") is not None else "")
+    return f"{v['value']:.4f}" + (f" (SE {v['se']:.4f})" if v.get("se") is not None else "")
 
 
 def text_table(doc: dict[str, Any]) -> str:
@@ -170,11 +175,13 @@ def text_table(doc: dict[str, Any]) -> str:
                 drift += f" ({d['floors_worse']:+.2f} floors worse)"
             if d["flag"]:
                 drift += " DRIFT"
-        lines.append([f"{r['level']}:{r['figure']}", *(_cell(v) for v in r["values"]), drift])
+        unit = f" ({r['unit']})" if r.get("unit") else ""
+        lines.append([f"{r['level']}:{r['figure']}{unit}", *(_cell(v) for v in r["values"]), drift])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines, strict=True)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     out = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
     out += [fmt.format(*row) for row in lines]
+    out.append("SE: the standard error each baseline recorded for the figure, in its unit")
     flagged = [r for r in doc["rows"] if r["drift"] and r["drift"]["flag"]]
     fps = {b["dataset_fingerprint"] for b in doc["baselines"]}
     if len(fps) > 1:

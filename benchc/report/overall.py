@@ -168,6 +168,16 @@ def is_powerless(record: Record) -> bool:
     return bool(record.get("powerless")) or "cannot fail" in str(record.get("reason") or "")
 
 
+#: A gate that was compared with its baseline (what "checked" counts).
+CHECKED = ("pass", "fail", "improved")
+
+
+def powerless_gates(records: Iterable[Record]) -> list[Record]:
+    """The checked gates that cannot fail on this dataset: the one count the verdict's reason
+    and the summary's ``POWERLESS`` line both print."""
+    return [r for r in records if r.get("status") in CHECKED and is_powerless(r)]
+
+
 def _counted(records: Sequence[Record]) -> str:
     """``"ras: 95 cell, 5 family; r_c: 3 cell"``."""
     by: dict[str, Counter[str]] = {}
@@ -234,7 +244,7 @@ def decide(records: Iterable[Record], facts: Facts | None = None) -> Overall:
     fails = [r for r in records if r.get("status") == "fail"]
     unresolved = [_unresolved(r) for r in records if r.get("status") == "unresolved"]
     doubts: list[Reason] = []
-    powerless = [r for r in checked if is_powerless(r)]
+    powerless = powerless_gates(checked)
     headline_gates = [r for r in powerless if r.get("level") in ("model", "vsi")]
     if headline_gates or (checked and len(powerless) * 2 > len(checked)):
         doubts.append(

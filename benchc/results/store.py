@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import warnings
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -102,7 +101,29 @@ def _check_arrays(arrays: Mapping[str, np.ndarray], what: str) -> Arrays:
 
 
 class StoreRepairWarning(UserWarning):
-    """A damaged stored entry was found and is being recomputed."""
+    """Kept for callers that filter it: a repair is no longer a warning but a line of the run's
+    summary (:attr:`ResultStore.repaired`)."""
+
+
+def damaged_in_read_only(
+    err: StoreError, path: Path, origin: str, root: Path, location: str | None = None
+) -> StoreError:
+    """The one line for a damaged file of a store this process only reads: the file (under
+    ``location``, the store as the user named it, when ``root`` is a local copy of it), that
+    nothing was changed, and the two ways to mend it."""
+    where = location or str(root)
+    text = str(err).replace(str(root), where)
+    shown = "the file" if location is None else f"{where}/{path.relative_to(root).as_posix()}"
+    rerun = (
+        f"--results-dir {root} instead of --from-store"
+        if location is None
+        else "--results-dir pointing at the store that was pushed there, instead of --from-store"
+    )
+    return StoreError(
+        f"{text}; {origin} only reads this store, so {shown} was left as it is. Mend it where "
+        f"the store was written: rerun the same pytest command with {rerun} (the damaged file "
+        "is recomputed, nothing else), then benchc push that store again"
+    )
 
 
 def content_digest(arrays: Mapping[str, np.ndarray]) -> str:
@@ -161,12 +182,27 @@ class ResultStore:
     """
 
     def __init__(
-        self, root: str | os.PathLike[str], key: RunKey, *, lock_timeout: float | None = None
+        self,
+        root: str | os.PathLike[str],
+        key: RunKey,
+        *,
+        lock_timeout: float | None = None,
+        read_only: str | None = None,
+        location: str | None = None,
     ) -> None:
+        """``read_only``: who only reads this store (``"--from-store URL"``); such a store is
+        never written, repaired or deleted from: a damaged file is a :class:`StoreError` naming
+        it, a missing chunk one naming the chunk. ``location``: the store as the user named it
+        when ``root`` is a local copy of it (a URL)."""
         self.root = Path(root)
         self.key = key
         self.lock_timeout = lock_timeout
         self.run_dir = self.root / key.dirname()
+        self.read_only = read_only
+        self.location = location
+        #: Damaged files of this (writable) store removed to be recomputed, with why: the run's
+        #: summary says so on one line (:meth:`repair_note`).
+        self.repaired: list[tuple[Path, str]] = []
 
     def __repr__(self) -> str:
         return f"ResultStore({str(self.run_dir)!r})"
@@ -185,7 +221,33 @@ class ResultStore:
         return load_npz(path)
 
     def save(self, name: str, arrays: Mapping[str, np.ndarray]) -> Path:
+        self._writable(name)
         return atomic_save_npz(self.path(name), _check_arrays(arrays, name))
+
+    def _writable(self, what: str) -> None:
+        if self.read_only is not None:
+            raise StoreError(f"{self.read_only}: {self.run_dir} is only read; {what} not written")
+
+    def _damaged(self, path: Path, err: StoreError) -> None:
+        """A damaged file: removed to be recomputed in a writable store, an error in one that
+        is only read."""
+        if self.read_only is not None:
+            raise damaged_in_read_only(
+                err, path, self.read_only, self.root, self.location
+            ) from None
+        path.unlink(missing_ok=True)
+        self.repaired.append((path, str(err)))
+
+    def repair_note(self) -> str | None:
+        """One summary line for every damaged file this run removed and recomputed."""
+        if not self.repaired:
+            return None
+        names = ", ".join(p.relative_to(self.run_dir).as_posix() for p, _ in self.repaired[:5])
+        more = f" and {len(self.repaired) - 5} more" if len(self.repaired) > 5 else ""
+        return (
+            f"repaired: {len(self.repaired)} damaged stored file(s) of {self.run_dir} "
+            f"recomputed ({names}{more})"
+        )
 
     def names(self) -> list[str]:
         """Finished entries, sorted."""
@@ -204,6 +266,7 @@ class ResultStore:
             "settings": dict(self.key.settings),
             **(dict(extra) if extra else {}),
         }
+        self._writable("manifest.json")
         meta = json.loads(json.dumps(meta, default=str))  # what reading it back gives
         meta["checksum"] = manifest_checksum(meta)
         path = self.run_dir / "manifest.json"
@@ -231,7 +294,8 @@ class ResultStore:
         return self.run_dir / ".parts" / _check_name(name)
 
     def load_parts(self, name: str) -> dict[int, Arrays]:
-        """Finished batches keyed by their first row; unreadable ones are dropped (recomputed)."""
+        """Finished batches keyed by their first row; unreadable ones are dropped (recomputed),
+        or, in a store that is only read, a :class:`StoreError` naming the file."""
         parts: dict[int, Arrays] = {}
         folder = self._parts_dir(name)
         if not folder.is_dir():
@@ -239,11 +303,14 @@ class ResultStore:
         for path in sorted(folder.glob("*.npz")):
             try:
                 parts[int(path.stem)] = load_npz(path)
-            except (StoreError, ValueError):
-                path.unlink(missing_ok=True)
+            except StoreError as err:
+                self._damaged(path, err)
+            except ValueError:
+                self._damaged(path, StoreError(f"unexpected file {path} (not a chunk)"))
         return parts
 
     def save_part(self, name: str, start: int, arrays: Mapping[str, np.ndarray]) -> Path:
+        self._writable(f"{name}[{start}:]")
         path = self._parts_dir(name) / f"{start:09d}.npz"
         return atomic_save_npz(path, _check_arrays(arrays, f"{name}[{start}:]"))
 
@@ -287,6 +354,8 @@ class ResultStore:
         done = self._load_finished(name)
         if done is not None:
             return self._checked(name, done, n_rows)
+        if self.read_only is not None:
+            return self._assembled_read_only(name, n_rows, batch_size)
         with self.lock(name):
             done = self._load_finished(name)  # another process may have finished it meanwhile
             if done is not None:
@@ -315,15 +384,29 @@ class ResultStore:
             shutil.rmtree(self._parts_dir(name), ignore_errors=True)
             return merged
 
+    def _assembled_read_only(self, name: str, n_rows: int, chunk_rows: int) -> Arrays:
+        """Entry ``name`` from its stored parts, in memory: no lock taken, nothing merged or
+        removed on disk (the store is only read)."""
+        parts = self.load_parts(name)
+        rows: list[Arrays] = []
+        for start, stop in chunk_bounds(n_rows, chunk_rows):
+            part = parts.get(start)
+            if part is None or _rows(part) != stop - start:
+                raise StoreError(
+                    f"{self.read_only}: {name}[{start}:{stop}] is not stored in {self.run_dir}"
+                )
+            rows.append(part)
+        return _concat(rows, name)
+
     def _load_finished(self, name: str) -> Arrays | None:
-        """The finished entry, or None; an unreadable one is removed so it gets recomputed."""
+        """The finished entry, or None; an unreadable one is removed so it gets recomputed
+        (in a store that is only read: a :class:`StoreError` naming it, nothing removed)."""
         if not self.has(name):
             return None
         try:
             return self.load(name)
         except StoreError as err:
-            warnings.warn(f"{err}; recomputing it", StoreRepairWarning, stacklevel=3)
-            self.path(name).unlink(missing_ok=True)
+            self._damaged(self.path(name), err)
             return None
 
     def _checked(self, name: str, arrays: Arrays, n_rows: int) -> Arrays:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -224,7 +225,18 @@ def elsewhere(state: SuiteSession, *, vsi: bool) -> Iterator[Callable[[dict], No
         else:
             yield lambda entries: None
     except (StoreError, EngineError) as exc:
-        raise LoadError(str(exc)) from None
+        raise LoadError(str(exc) + _mend(state, exc)) from None
+
+
+def _mend(state: SuiteSession, exc: Exception) -> str:
+    """The command that recomputes a damaged file of a local ``--from-store`` store: this run
+    with the store as its own ``--results-dir`` (only the damaged file is recomputed)."""
+    from benchc.suite.messages import command
+
+    store = state.cfg.from_store
+    if store is None or "://" in str(store) or "only reads this store" not in str(exc):
+        return ""
+    return f"\n  the command that recomputes it: {command(state.cfg, results_dir=Path(store))}"
 
 
 def _check_outputs(config: pytest.Config, state: SuiteSession) -> None:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+from benchc.fsutil import display_path
 from benchc.gates import pipeline
 from benchc.gates.baselines import BaselineRef, available
 from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
@@ -45,29 +47,56 @@ def record_release(cfg: SuiteConfig, ref: BaselineRef, model: str | None = None)
     return command(cfg, update=True, model=model, baseline=baseline, **own)
 
 
+def recorded_elsewhere(cfg: SuiteConfig, ref: BaselineRef) -> list[tuple[str, str]]:
+    """``(--baseline value, where it lies)`` of every baseline benchc recorded in the run's
+    ``--thresholds-dir`` (by name) and, for a ``--baseline`` given as a path, beside it (by
+    path): each value gates this run as it stands (:func:`benchc.gates.baselines.available`)."""
+    out: list[tuple[str, str]] = []
+    seen: set[Path] = set()
+    thresholds = Path(cfg.thresholds_dir)
+    for name in available(thresholds):
+        seen.add((thresholds / name).resolve())
+        out.append((name, display_path(thresholds)))
+    if ref.given is not None and Path(ref.given).is_absolute():
+        parent = ref.folder.parent
+        for name in available(parent):
+            if (parent / name).resolve() not in seen:
+                out.append((str(parent / name), display_path(parent)))
+    return out
+
+
 def missing_baseline(cfg: SuiteConfig, ref: BaselineRef, model_name: str) -> str:
-    """No snapshot in the baseline's folder: where benchc looked, what is there, what to do."""
+    """No snapshot in the baseline's folder: where benchc looked, the baselines that exist (in
+    ``--thresholds-dir``, and beside a ``--baseline`` path), and commands that work as printed
+    (``<released checkpoint>``/``<release name>``: the one thing benchc cannot know)."""
     how = (
         f"--baseline {ref.given}"
         if ref.given is not None
         else f"no --baseline given, so the model's own name '{ref.name}'"
     )
-    there = available(ref.folder.parent)
+    where = "the folder does not exist; " if not ref.folder.exists() else ""
+    there = recorded_elsewhere(cfg, ref)
+    by_place: dict[str, list[str]] = {}
+    for value, place in there:
+        by_place.setdefault(place, []).append(Path(value).name)
+    listed = "; ".join(f"in {place}: {', '.join(names)}" for place, names in by_place.items())
     lines = [
         f"no baseline '{ref.name}' to gate model '{model_name}' against: no threshold "
-        f"snapshot in {ref.source}/ ({how}).",
-        f"baselines recorded in {ref.folder.parent}: " + (", ".join(there) or "none"),
+        f"snapshot in {ref.source}/ ({where}{how}).",
+        "baselines recorded " + (listed or f"in {display_path(cfg.thresholds_dir)}: none"),
         "fixes, in order:",
     ]
     n = 1
-    for name in there[:3]:
-        lines.append(f"  {n}. gate against the recorded baseline '{name}':")
-        lines.append(f"       {command(cfg, baseline=name)}")
+    for value, _ in there[:3]:
+        lines.append(f"  {n}. gate against the recorded baseline '{Path(value).name}':")
+        lines.append(f"       {command(cfg, baseline=value)}")
         n += 1
-    release = "<release name>" if ref.given is None else ref.name
+    release = "<release name>" if ref.given is None else ref.given
+    fill = f"{RELEASED} and <release name>" if ref.given is None else RELEASED
+    into = f"{display_path(cfg.thresholds_dir)}/<release name>" if ref.given is None else ref.source
     lines.append(
-        f"  {n}. record the released checkpoint's baseline once (commit "
-        f"{ref.folder.parent.name}/), then gate with --baseline={release}:"
+        f"  {n}. record the released checkpoint's baseline once (fill in {fill}; it is "
+        f"written to {into}/, commit it), then gate with --baseline={release}:"
     )
     lines.append(f"       {command(cfg, update=True, model=RELEASED, baseline=release)}")
     if ref.given is None and not there:  # a first recording: this model may be the release

@@ -137,6 +137,9 @@ def session_notes(state: Any, inherited: list[str]) -> list[str]:
 
         env = environment_note(state)
         own = run_notes(state.run) + state.run.notes() + state.backend.notes()
+        vsi_run = getattr(state, "_vsi_run", None)
+        repaired = vsi_run.store.repair_note() if vsi_run not in (None, state.run) else None
+        own += [repaired] if repaired else []
         own += [env] if env else []
         notes += [n for n in own if n not in notes]
     return notes

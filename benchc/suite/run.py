@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -46,7 +45,7 @@ from benchc.models.pipeline import ChunkId, Lookahead
 from benchc.provenance import environment, numeric_versions
 from benchc.results import ResultStore, RunKey, StoreError
 from benchc.results.reader import SAMPLES, VSI, stack_conditions
-from benchc.results.store import StoreRepairWarning, chunk_bounds
+from benchc.results.store import chunk_bounds
 from benchc.suite.config import SuiteConfig
 from benchc.suite.share import SHARE_WAIT_S, compute_shared
 
@@ -104,7 +103,13 @@ class SuiteRun:
                 f"run key {self.key.dirname()} was computed at batch size "
                 f"{self.key.settings.get('batch_size')}, this run's is {self.batch_size}"
             )
-        self.store = ResultStore(cfg.results_dir, self.key, lock_timeout=cfg.lock_timeout)
+        self.store = ResultStore(
+            cfg.results_dir,
+            self.key,
+            lock_timeout=cfg.lock_timeout,
+            read_only=None if cfg.from_store is None else f"--from-store {cfg.from_store}",
+            location=str(cfg.from_store) if "://" in str(cfg.from_store) else None,
+        )
         self.locator = resolve_locator(cfg.region_locator)
         #: The VSI arrays depend on the locator, the cells do not: only VSI's stored name has it.
         self.vsi_name = VSI if cfg.region_locator == "none" else f"{VSI}.{slug(cfg.region_locator)}"
@@ -144,7 +149,7 @@ class SuiteRun:
         try:
             stored = self.store.load(SAMPLES) if self.store.has(SAMPLES) else None
         except StoreError as err:
-            warnings.warn(f"{err}; rewriting it", StoreRepairWarning, stacklevel=2)
+            self.store.repaired.append((self.store.path(SAMPLES), str(err)))
             stored = None
         if stored is None or not _same_arrays(stored, table):
             self.store.save(SAMPLES, table)
@@ -287,7 +292,7 @@ class SuiteRun:
         n = len(self.dataset)
         worker, workers = self.share_as
         with stop_when_refused(self.cfg):  # a full disk: one line, not a traceback per case
-            if workers > 1 and not self.store.has(name):
+            if workers > 1 and self.store.read_only is None and not self.store.has(name):
                 compute_shared(
                     self.store,
                     name,
@@ -340,14 +345,18 @@ class SuiteRun:
         self.progress = progress.update if progress is not None else None
 
     def notes(self) -> list[str]:
-        """The summary's throughput line (queries scored by this process, when any)."""
+        """The summary's repair line (damaged stored files this run recomputed) and throughput
+        line (queries scored by this process, when any)."""
+        repaired = self.store.repair_note()
+        out = [repaired] if repaired else []
         if not self.scored_queries or self.scoring_s <= 0:
-            return []
+            return out
         rate = self.scored_queries / self.scoring_s
-        return [
+        out.append(
             f"throughput: {self.scored_queries} queries in {self.scoring_s:.1f} s "
             f"({rate:.1f} queries/s, {'pipelined' if self.pipelined else 'in sequence'})"
-        ]
+        )
+        return out
 
     def _read(self, key: str, start: int, stop: int) -> tuple[list[np.ndarray], list]:
         """Rows ``start:stop`` under ``key``: the images, and each one's PNG file bytes when it

@@ -41,7 +41,7 @@ def gate_summary(
     records = [r for r in records if r["status"] != "recorded"]  # recording's own block
     if not records:
         return []
-    from benchc.report.overall import decide, group_failures, grouped_text
+    from benchc.report.overall import decide, group_failures, grouped_text, powerless_gates
 
     overall = overall or decide(records)
     by = Counter(r["status"] for r in records)
@@ -88,7 +88,7 @@ def gate_summary(
             f"  {r['figure']} in {r['scope']}: {_fmt(r['baseline'])} -> {_fmt(r['current'])}"
             for r in improved
         )
-    powerless = [r for r in records if r.get("reason", "") and "cannot fail" in r["reason"]]
+    powerless = powerless_gates(records)  # the verdict's own count
     if powerless:  # one line for all of them; each one's numbers: the report
         lines.append(
             f"POWERLESS {len(powerless)} gate(s) cannot fail on this dataset "

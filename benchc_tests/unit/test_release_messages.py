@@ -97,6 +97,28 @@ def test_the_summary_says_each_kind_of_note_once_with_its_count():
     ]
 
 
+def test_the_powerless_count_is_one_number_in_the_verdict_and_the_summary():
+    """Issue 40: "4 of 16 checked gate(s) cannot fail", then "POWERLESS 3 gate(s)". A gate
+    flagged powerless without the words in its reason, and an unchecked gate whose reason says
+    "cannot fail", are counted the same way in both lines."""
+    import re
+
+    from benchc.report.overall import decide
+
+    says = "this gate cannot fail on this dataset: minimal detectable regression 0.5"
+    records = [_record("pass", "ras", "model", says), _record("pass", "r_c", "model", says)]
+    records += [_record("pass", "r_w", "model", says), dict(_record("pass", "acc", "model"),
+                                                            powerless=True)]  # fmt: skip
+    records += [_record("pass", f"f{i}", "model") for i in range(8)]
+    records += [_record("unchecked", "gap", "vsi", says) for _ in range(2)]
+    overall = decide(records)
+    lines = gate_summary(records, overall=overall)
+    (reason,) = [ln for ln in lines if "checked gate(s) cannot fail" in ln]
+    (power,) = [ln for ln in lines if ln.startswith("POWERLESS")]
+    assert re.search(r"\b4 of 12 checked gate\(s\)", reason), reason
+    assert power.startswith("POWERLESS 4 gate(s)"), power
+
+
 def _grid(n: int, seed: int = 0) -> GridEvidence:
     rng = np.random.default_rng(seed)
     logits = rng.normal(size=(n, 2, 4)).astype(np.float32)
@@ -137,7 +159,9 @@ def test_a_smoke_run_is_checked_on_the_samples_both_sides_hold():
 def test_baselines_are_named_or_given_by_path(tmp_path):
     th = tmp_path / "thresholds"
     (th / "release").mkdir(parents=True)
-    (th / "release" / "test_model-ras.json").write_text("{}")
+    (th / "release" / "test_model-ras.json").write_text('{"benchc_snapshot": 2}')
+    (th / "a-checkpoint").mkdir()  # JSON that is not a snapshot: not a baseline
+    (th / "a-checkpoint" / "config.json").write_text('{"model_type": "idefics3"}')
     assert available(th) == ["release"]
     assert normalise("release", th, tmp_path) == "release"
     assert normalise("other/rel", th, tmp_path) == str((tmp_path / "other" / "rel").resolve())
@@ -171,6 +195,8 @@ def test_k_selecting_nothing_loads_nothing(pytester: pytest.Pytester, tmp_path):
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     assert "cannot be loaded" not in result.stderr.str()
     assert "112 deselected" in result.stdout.str()  # 95+5+10+2 cases, no placeholder
+    # ... and none collected either (issue 40: "collected 15 items" while 14 ran)
+    assert "collected 112 items / 112 deselected / 0 selected" in result.stdout.str()
 
 
 def test_recording_block_says_one_undefined_figure_once_with_its_levels_and_folder():
@@ -197,3 +223,36 @@ def test_recording_block_says_one_undefined_figure_once_with_its_levels_and_fold
     assert "switch the gate off in each of their 6 files in /t/model-v1 by adding ':off'" in text
     assert "    gap in vsi: too few images" in lines and "      remedy: record larger" in lines
     assert "    accuracy: 2 cell" in lines
+
+
+def test_a_missing_baseline_lists_only_recorded_ones_and_each_printed_value_resolves(tmp_path):
+    """Issue 40: the folders beside a missing ``--baseline`` path hold a report and a
+    checkpoint (JSON, not snapshots) and one recorded baseline; ``--thresholds-dir`` holds
+    another. Only the two baselines are listed, and each printed command's ``--baseline``
+    resolves to one of them (the slow test runs them: test_missing_baseline_runs.py)."""
+    from benchc.gates.baselines import MANIFEST, BaselineRef, is_recorded
+    from benchc.suite.messages import missing_baseline
+
+    place, th = tmp_path / "place", tmp_path / "th"
+    for folder, name in ((place / "report", "report.json"), (place / "ckpt", "config.json")):
+        folder.mkdir(parents=True)
+        (folder / name).write_text("{}")
+    for folder in (place / "release-0", th / "release-9"):
+        folder.mkdir(parents=True)
+        (folder / "test_model-ras.json").write_text('{"benchc_snapshot": 2}')
+    write_manifest(place / "release-0", {})
+    missing = place / "release-1"
+    cfg = SuiteConfig.from_options(
+        {"benchc_thresholds_dir": str(th), "benchc_baseline": str(missing)}.get, rootdir=tmp_path
+    )
+    text = missing_baseline(cfg, BaselineRef("release-1", missing, str(missing)), "cand")
+    assert f"no threshold snapshot in {missing}/ (the folder does not exist; " in text
+    assert f"baselines recorded in {th}: release-9; in {place}: release-0\n" in text
+    printed = [line.strip() for line in text.splitlines() if line.startswith("       pytest")]
+    assert len(printed) == 3
+    for line in printed[:2]:
+        back = _reparse(line, tmp_path)
+        folder = resolve(back.thresholds_dir, back.baseline, None).folder
+        assert is_recorded(folder) and (folder / "test_model-ras.json").is_file(), line
+    back = _reparse(printed[2].replace("<released checkpoint>", "m"), tmp_path)
+    assert back.baseline == str(missing) and not (missing / MANIFEST).exists()

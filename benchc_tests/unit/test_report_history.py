@@ -58,3 +58,17 @@ def test_the_cli_prints_the_table_and_writes_json_and_html(thresholds, tmp_path,
     assert 'id="history"' in html and html.count("<tr") == 1 + len(doc["rows"])
     assert main(["history", str(thresholds), "--baselines", "release-3"]) == EXIT_USAGE
     assert "release-3 not in" in capsys.readouterr().err
+
+
+def test_a_folder_that_does_not_exist_says_so_and_an_se_is_written_as_one(tmp_path, capsys):
+    """Issue 40: "no recorded baseline in it" for a folder that does not exist, and
+    "0.0000 ±6.9755" for a rate at 0 (an interval below a percentage's 0)."""
+    from benchc.report.history import text_table
+
+    assert main(["history", str(tmp_path / "nope")]) == EXIT_USAGE
+    assert capsys.readouterr().err.strip().endswith("nope: does not exist")
+    doc = {"baselines": [{"name": "r1", "dataset_fingerprint": "x"}], "rows": [
+        {"level": "model", "figure": "mixed_cell_rate", "unit": "%", "drift": None,
+         "values": [{"value": 0.0, "se": 6.9755}]}]}  # fmt: skip
+    table = text_table(doc)
+    assert "model:mixed_cell_rate (%)  0.0000 (SE 6.9755)" in table and "±" not in table

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from benchc.results import ResultStore, RunKey, StoreError, load_npz
-from benchc.results.store import StoreRepairWarning
 
 
 def _key(**settings) -> RunKey:
@@ -152,7 +151,11 @@ def test_unreadable_finished_entry_is_recomputed(tmp_path):
     store.get_or_compute("fog-1", 4, 4, _compute([]))
     store.path("fog-1").write_bytes(b"truncated by a power loss")
     calls: list[tuple[int, int]] = []
-    with pytest.warns(StoreRepairWarning, match="fog-1.npz.*recomputing"):
-        out = store.get_or_compute("fog-1", 4, 4, _compute(calls))
+    out = store.get_or_compute("fog-1", 4, 4, _compute(calls))
     assert calls == [(0, 4)]
     assert out["ids"].tolist() == [0, 1, 2, 3]
+    # said once, in the run's summary line, not as a warning
+    assert [p.name for p, _ in store.repaired] == ["fog-1.npz"]
+    note = store.repair_note()
+    assert note is not None and note.startswith("repaired: 1 damaged stored file(s)")
+    assert "fog-1.npz" in note

@@ -17,7 +17,6 @@ import benchc.results.lock as lock_mod
 from benchc.fsutil import atomic_write, slug
 from benchc.results import FileLock, ResultStore, RunKey, StoreError, load_npz
 from benchc.results.lock import boot_id, process_start
-from benchc.results.store import StoreRepairWarning
 
 
 def _store(tmp_path) -> ResultStore:
@@ -137,8 +136,8 @@ def test_changed_content_with_a_valid_format_is_recomputed(tmp_path):
     with pytest.raises(StoreError, match="does not match its checksum"):
         load_npz(store.path("fog-1"))
     calls = []
-    with pytest.warns(StoreRepairWarning):
-        out = store.get_or_compute("fog-1", 4, 4, lambda a, b: calls.append(a) or _compute(a, b))
+    out = store.get_or_compute("fog-1", 4, 4, lambda a, b: calls.append(a) or _compute(a, b))
+    assert [p.name for p, _ in store.repaired] == ["fog-1.npz"]
     assert calls == [0] and out["x"].tolist() == [0, 1, 2, 3]
 
 
