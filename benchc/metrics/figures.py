@@ -69,6 +69,11 @@ class FigureDef:
     #: ``(count, step)``: the figure moves by ``step / count(evidence)`` when one counted unit
     #: (a sample of a share, a cell of a cell rate) changes: its resolution on a dataset.
     units: tuple[Callable[[Any], float], float] | None = None
+    #: Which samples it counts depends on the side's *own* answers (R_c, R_w and relative
+    #: robustness: that side's clean-correct or clean-wrong pairs; the Mixed-cell rate: their
+    #: signs), so a candidate's value is not over the baseline's population: a benign clean flip
+    #: moves a sample from one figure's population to the other's wholesale.
+    own_population: bool = False
 
     @property
     def key(self) -> str:
@@ -316,7 +321,7 @@ for _fig in (
     FigureDef("relative_robustness", "relative robustness", "grid", "pair", "higher",
               (0.0, float("inf")), num=_on(lambda g: g.correct), den=lambda g: _ok(g) & _cc(g),
               column="Rel. Rob.", cells=True, data_key="rel_robustness", explains="correct",
-              units=(lambda g: float((_ok(g) & _cc(g)).sum()), 1.0)),
+              units=(lambda g: float((_ok(g) & _cc(g)).sum()), 1.0), own_population=True),
     FigureDef("ras", "RAS", direction="higher", bounds=_RAS, num=_on(lambda g: g.ras),
               column="RAS", explains="ras", pooling="states", **_PAIR),
     FigureDef("d_s", "entropy change", direction="lower", bounds=(-1.0, 1.0),
@@ -326,11 +331,12 @@ for _fig in (
     FigureDef("r_c", "R_c (clean-correct RAS)", "grid", "pair", "higher", _RAS,
               num=lambda g: np.where(_ok(g), g.ras, 0.0) * _cc(g),
               den=lambda g: _ok(g) & _cc(g), column="R_c", cells=True,
-              explains="ras_clean_correct", pooling="states", clean="correct"),
+              explains="ras_clean_correct", pooling="states", clean="correct",
+              own_population=True),
     FigureDef("r_w", "R_w (clean-wrong RAS)", "grid", "pair", "higher", _RAS,
               num=lambda g: np.where(_ok(g), g.ras, 0.0) * (1 - _cc(g)),
               den=lambda g: _ok(g) & ~_cc(g), column="R_w", cells=True,
-              explains="ras_clean_wrong", pooling="states", clean="wrong"),
+              explains="ras_clean_wrong", pooling="states", clean="wrong", own_population=True),
     # docs/spec.md §6, "the most informative per-sample value": the probability of the
     # correct option carries what 0/1 correctness throws away, so a paired gate on it resolves
     # a churning checkpoint (samples moving both ways) that accuracy cannot
@@ -351,7 +357,8 @@ for _fig in (
               den=lambda g: np.ones(g.correct_clean.shape), explains="negative_flip_clean",
               units=(_samples, 1.0)),
     FigureDef("mixed_cell_rate", "Mixed-cell rate (%)", "grid", "cell", "lower", (0.0, 100.0),
-              combine=_mixed, column="Mixed (%)", units=(_defined_cells, 100.0)),
+              combine=_mixed, column="Mixed (%)", units=(_defined_cells, 100.0),
+              own_population=True),
     FigureDef("insensitive_fraction", f"insensitive fraction (VSI < {spec.VSI_INSENSITIVE:g})",
               "vsi", "sample", "lower", _UNIT, num=lambda e: e.low,
               den=lambda e: np.ones(e.low.shape), explains="insensitive",
