@@ -123,7 +123,9 @@ def pytest_collection_modifyitems(
     state = _session(config)
     from benchc.gates.budget import ErrorBudget
 
-    config.stash[BUDGET] = ErrorBudget(state.cfg.false_alarm_budget, _gate_counts(items))
+    config.stash[BUDGET] = ErrorBudget(
+        state.cfg.false_alarm_budget, _gate_counts(items), looks=state.cfg.looks
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker sends its collection to the controller
@@ -175,7 +177,7 @@ def benchc_gate(
     cfg = benchc_session.cfg
     config = request.config
     update = bool(config.getoption("update_snapshots", False))
-    budget = config.stash.get(BUDGET, None) or ErrorBudget(cfg.false_alarm_budget)
+    budget = config.stash.get(BUDGET, None) or ErrorBudget(cfg.false_alarm_budget, looks=cfg.looks)
     ref = benchc_session.baseline
     ext = extension_for(ref.folder.parent, ref.folder.name, update=update, budget=budget,
                         seed=cfg.seed)  # fmt: skip
@@ -310,6 +312,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(f"ERROR: benchc: {error}", red=True)
     for line in lines:
         terminalreporter.write_line(line)
+    if lines and not config.getoption("update_snapshots", False):
+        from benchc.suite.sequential import next_look
+
+        for line in next_look(cfg, records):
+            terminalreporter.write_line(line, yellow=True)
     if config.getoption("update_snapshots", False) and _session(config).started:
         from benchc.suite.notes import baseline_warnings
         from benchc.suite.recording import recording_block
@@ -331,7 +338,13 @@ def _sides(config: pytest.Config) -> list[str]:
         lines = [f"recording: {state.backend.name} ({cfg.model}) as baseline {ref.label}"]
     else:
         lines = [f"candidate: {state.backend.name} ({cfg.model})", f"baseline: {ref.label}"]
-    if cfg.limit is not None:
+    if cfg.looks > 1:
+        scope = f"the first {cfg.limit} samples" if cfg.limit is not None else "every sample"
+        lines.append(
+            f"sequential gate: look {cfg.look} of {cfg.looks} on {scope} (the false-alarm budget "
+            f"spent evenly over the {cfg.looks} looks)"
+        )
+    elif cfg.limit is not None:
         lines.append(
             f"smoke run (--limit {cfg.limit}): the gates compared the first {cfg.limit} samples "
             "with the same samples of the baseline"

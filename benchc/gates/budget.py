@@ -53,10 +53,14 @@ def count_gates(cases: Iterable[Case]) -> dict[Level, int]:
 
 @dataclass(frozen=True)
 class ErrorBudget:
-    """``alpha``: the run's false-alarm budget; ``gates``: how many gates of each level run."""
+    """``alpha``: the run's false-alarm budget; ``gates``: how many gates of each level run;
+    ``looks``: the looks of a sequential gate (``--looks``) the budget is spent over, evenly
+    (Bonferroni over looks: the family-wise error holds under any dependence between looks and
+    any rule for taking the next one)."""
 
     alpha: float = DEFAULT_BUDGET
     gates: Mapping[Level, int] = field(default_factory=dict)
+    looks: int = 1
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:
@@ -64,6 +68,8 @@ class ErrorBudget:
         for level, n in self.gates.items():
             if level not in LEVELS or n < 0:
                 raise ValueError(f"bad gate count {level!r}: {n}")
+        if self.looks < 1:
+            raise ValueError(f"looks must be >= 1, got {self.looks}")
 
     @classmethod
     def for_cases(cls, alpha: float, cases: Iterable[Case]) -> ErrorBudget:
@@ -84,7 +90,7 @@ class ErrorBudget:
         else:
             count = self.gates[level]
         share = present[level] / sum(present.values())
-        return self.alpha * share / count
+        return self.alpha * share / count / self.looks
 
     def z(self, level: Level) -> float:
         """The one-sided normal quantile of :meth:`alpha_for`."""
@@ -94,4 +100,5 @@ class ErrorBudget:
         parts = [
             f"{lv} {self.gates[lv]} x z={self.z(lv):.2f}" for lv in LEVELS if self.gates.get(lv)
         ]
-        return f"false-alarm budget {self.alpha:g} (weighted Bonferroni): " + ", ".join(parts)
+        over = f", spent over {self.looks} looks" if self.looks > 1 else ""
+        return f"false-alarm budget {self.alpha:g} (weighted Bonferroni{over}): " + ", ".join(parts)

@@ -78,6 +78,9 @@ class Outcome:
     powerless: str | None = None
     #: Samples whose own value moved (worse, better) under this change.
     moved: tuple[int, int] | None = None
+    #: The baseline's samples (a ``--limit`` run compares on its first ``n``; the rest are
+    #: what a sequential gate's next look can add).
+    n_available: int = 0
 
     @property
     def note(self) -> str | None:
@@ -153,6 +156,7 @@ class Outcome:
             "powerless": self.powerless is not None,
             "movers": [[sid, num(b), num(c)] for sid, b, c in self.movers],
             "note": self.note,
+            "n_available": self.n_available,
             "z_change": num(self.z_change),
             "resolve_n": self.resolve_n if self.status == "unresolved" else None,
         }
@@ -352,6 +356,7 @@ def check(
         return unchecked(f"the {side} has no per-sample evidence")
     try:
         base_ev, cur_ev, note = _intersect(base_ev, cur_ev)
+        n_available = len(base_ev.ids)
         base_ev, shared = _shared_samples(base_ev, cur_ev)
         note = "; ".join(x for x in (note, shared) if x) or None
         cur_ev, paired = cur_ev.align(base_ev.ids).paired_with(base_ev)
@@ -372,7 +377,7 @@ def check(
         mdr = minimal_detectable(spec, rule, z, se_null, base_ev)
         common = dict(
             baseline=b, current=c, z=z, se_diff=se_diff, se_null=se_null, tolerance=tol,
-            mdr=mdr, n=n, reason=note,
+            mdr=mdr, n=n, reason=note, n_available=n_available,
         )  # fmt: skip
         if rule.off:
             why = f"switched off in the snapshot (rule '{rule}')"

@@ -62,6 +62,9 @@ class SuiteConfig:
     baseline: str | None = _d("baseline")
     #: Smoke run: the dataset's first N samples only (None: all).
     limit: int | None = _d("limit")
+    #: A sequential gate (docs/spec.md §6): at most ``looks`` looks, this run being ``look``.
+    looks: int = _d("looks")
+    look: int = _d("look")
     report: Path | None = _d("report")  # noqa: RUF009 (a Path is immutable)
     per_sample: bool = _d("per_sample")
     #: VSI region for samples without an annotation (docs/spec.md §5): a locator name or

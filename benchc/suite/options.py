@@ -445,6 +445,25 @@ OPTIONS: tuple[Option, ...] = (
         metavar="N",
     ),
     Option(
+        "--looks",
+        "looks",
+        "a sequential gate of at most K looks at a growing --limit: the false-alarm budget is "
+        "spent evenly over them, so an UNRESOLVED look extends to more of the dataset's samples "
+        "(its summary prints the next look's command); default %(default)s",
+        default=1,
+        type=_number(int, lambda n: n < 1, "must be >= 1"),
+        metavar="K",
+    ),
+    Option(
+        "--look",
+        "look",
+        "which look of --looks this run is (the printed next-look command sets it); "
+        "default %(default)s",
+        default=1,
+        type=_number(int, lambda n: n < 1, "must be >= 1"),
+        metavar="k",
+    ),
+    Option(
         "--report",
         "report",
         "write DIR/report.html (self-contained) and DIR/report.json at the end of the run",

@@ -206,3 +206,31 @@ def test_needed_samples_is_the_smallest_n_whose_mdr_meets_the_target():
     n, why = needed_samples(mdr_at, 100, 0.01, 0.002)
     assert why is None and mdr_at(n / 100) <= 0.01 < mdr_at((n - 1) / 100)
     assert needed_samples(mdr_at, 100, 0.001, 0.002)[0] is None
+
+
+def _unresolved_record(n: int, resolve_n: int, available: int) -> dict:
+    return {"status": "unresolved", "figure": "accuracy", "scope": "model", "n": n,
+            "resolve_n": resolve_n, "n_available": available}  # fmt: skip
+
+
+def test_a_sequential_gate_prints_its_next_look_with_the_samples_that_resolve_it():
+    from benchc.gates import ErrorBudget
+    from benchc.suite.sequential import next_limit, next_look
+
+    records = [_unresolved_record(40, 90, 115), {"status": "pass", "n": 40}]
+    assert next_limit(records) == (90, 115)
+    assert next_limit([_unresolved_record(40, 400, 115)]) == (115, 115)  # all there is
+    assert next_limit([_unresolved_record(115, 400, 115)]) is None  # nothing left to add
+    cfg = SuiteConfig(limit=40, looks=3, look=1, strict_gates=True)
+    head, cmd = next_look(cfg, records)
+    assert "next look (2 of 3) with 90 of the baseline's 115 samples" in head
+    assert "--limit=90" in cmd and "--looks=3" in cmd and "--look=2" in cmd
+    assert "--strict-gates" in cmd
+    full = next_look(cfg, [_unresolved_record(40, 400, 115)])[1]
+    assert "--limit" not in full  # the whole dataset
+    assert "verdict stands" in next_look(SuiteConfig(limit=40, looks=2, look=2), records)[0]
+    assert "--looks=K" in next_look(SuiteConfig(limit=40), records)[0]
+    # each look spends 1/K of the budget: z grows, the family-wise error holds
+    one, three = ErrorBudget(0.01, {"model": 10}), ErrorBudget(0.01, {"model": 10}, looks=3)
+    assert three.alpha_for("model") == pytest.approx(one.alpha_for("model") / 3)
+    assert three.z("model") > one.z("model") and "spent over 3 looks" in three.describe()

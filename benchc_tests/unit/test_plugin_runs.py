@@ -360,3 +360,44 @@ def test_a_damaged_sidecar_fails_its_gate_with_the_rerecord_command(
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     assert "is unusable" in out and "unreadable" in out and "--snapshot-update" in out
+
+
+@pytest.mark.slow  # three suite runs on 32 samples (~12 s)
+def test_the_next_look_of_a_sequential_gate_runs_as_printed(
+    project, model_dir, medium_dataset, corruption_cache, monkeypatch
+):
+    """An UNRESOLVED look of ``--looks 2`` on ``--limit 12`` prints the next look's command
+    (more of the baseline's samples, look 2): run verbatim, it gates those samples at the same
+    per-look budget. Which gates are unresolved is decided by the gate tests; here the record
+    that says so is given, and what is checked is the command benchc prints for it."""
+    import benchc.suite.sequential as sequential
+
+    root = project.path
+    args = _args(model_dir, medium_dataset, corruption_cache, root)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=16)
+    monkeypatch.setattr(sequential, "next_limit", lambda records: (24, 32))
+    first = project.runpytest_inprocess(*args, "--limit=12", "--looks=2", "--strict-gates")
+    out = first.stdout.str()
+    assert "sequential gate: look 1 of 2 on the first 12 samples" in out
+    assert "spent over 2 looks" in out
+    (printed,) = [ln.strip() for ln in first.outlines if ln.strip().startswith("pytest ")]
+    assert "--limit=24" in printed and "--look=2" in printed and "--strict-gates" in printed
+    monkeypatch.undo()
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+    def run(command: str) -> subprocess.CompletedProcess:
+        # as CI runs it: a shell in the folder the first look ran in
+        return subprocess.run(
+            ["bash", "-c", command], cwd=root, env=env, capture_output=True, text=True,
+            timeout=600,
+        )  # fmt: skip
+
+    second = run(printed)
+    # the same model: no gate fails on the larger look (under --strict-gates anything but PASS
+    # exits 6: on 24 samples the VSI set's insensitive fraction cannot fail, INCONCLUSIVE)
+    assert "16 passed" in second.stdout, second.stdout[-3000:] + second.stderr[-3000:]
+    assert second.returncode == (0 if "\nPASS" in second.stdout else 6)
+    assert "sequential gate: look 2 of 2 on the first 24 samples" in second.stdout
+    over = run(printed.replace("--look=2", "--look=3"))
+    assert over.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "no look after its last" in over.stderr
