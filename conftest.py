@@ -30,6 +30,8 @@ OPT_IN_MARKERS = {
     "packaging",
     "browser": "drives headless Chromium; runs only under -m browser (own .ci/run line)",
     "gate_power": "benchmarks/gate_power.py on a miniature configuration; run with -m gate_power",
+    "zoo": "benchmarks/checkpoint_zoo.py (real weight edits of the embedded model through the "
+    "gates) on a miniature configuration; run with -m zoo",
     "slow": "multi-process runs (xdist, kills), the longest end-to-end runs and the default "
     "run's benchmark; run with -m slow (own .ci/run line)",
     "servers": "against servers benchc did not write (transformers serve); run with -m servers",

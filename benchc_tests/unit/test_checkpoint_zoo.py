@@ -1,0 +1,65 @@
+"""``benchmarks/checkpoint_zoo.py`` still works end to end, on a miniature configuration (a
+small testbed, one cell, two resamples, one strength per edit): every weight edit is written as
+a checkpoint folder that loads with ``from_pretrained``, runs through the suite's model path and
+the real gates, and gets its row; the reference never fails against itself. Opt-in (``-m zoo``,
+its own ``.ci/run`` line); docs/measurements.md's table is the full run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchc.testing.dev.checkpoints import EDITS, edit, weight_change, write_checkpoint
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL = REPO / "fixtures" / "tiny-vlm"
+
+
+@pytest.mark.zoo
+def test_checkpoint_zoo_runs_every_edit_through_the_gates(tmp_path):
+    from benchc.data import save_jsonl
+    from benchc.data.synthetic import generate
+
+    save_jsonl(generate(16, 3), tmp_path / "testbed")
+    cmd = [
+        sys.executable, str(REPO / "benchmarks" / "checkpoint_zoo.py"), "--resamples", "2",
+        "--quick", "--corruptions", "fog", "--severities", "3",
+        "--dataset", str(tmp_path / "testbed"), "--results-dir", str(tmp_path / "results"),
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [ln for ln in out.stdout.splitlines() if ln.startswith("| ") and "| kind |" not in ln]
+    names = {r.split("|")[1].strip() for r in rows}
+    assert {e.name for e in EDITS} | {"bfloat16 inference", "batch size 1"} <= names
+    reference = next(r for r in rows if r.startswith("| reference (itself)"))
+    assert reference.split("|")[9:12] == [" 0 ", " 0 ", " 2 "]  # FAIL, UNRESOLVED, PASS
+    assert "# edits losing >= 0.03" in out.stdout and "# benign variants:" in out.stdout
+
+
+@pytest.mark.zoo
+def test_a_weight_edit_is_a_real_checkpoint_written_once_and_reproducibly(tmp_path):
+    from safetensors.numpy import load_file
+    from transformers import AutoModelForImageTextToText
+
+    e = edit("vision tower quantised (bits)")
+    a = write_checkpoint(MODEL, tmp_path / "a", e, 4)
+    b = write_checkpoint(MODEL, tmp_path / "b", e, 4)
+    stamp = (a / "model.safetensors").stat().st_mtime_ns
+    assert write_checkpoint(MODEL, a, e, 4) == a  # the same recipe: reused, not rewritten
+    assert (a / "model.safetensors").stat().st_mtime_ns == stamp
+    wa, wb = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))
+    assert all(np.array_equal(wa[k], wb[k]) for k in wa)  # seeded: the same bytes
+    # int4: every tower linear weight sits on a 15-level grid per output channel
+    w = wa["vision_tower.encoder.layers.0.mlp.fc1.weight"]  # the checkpoint's own key names
+    scale = np.abs(w).max(axis=1, keepdims=True) / 7
+    assert np.allclose(w / scale, np.round(w / scale), atol=1e-4)
+    untouched = "language_model.model.layers.0.mlp.up_proj.weight"
+    assert np.array_equal(wa[untouched], load_file(str(MODEL / "model.safetensors"))[untouched])
+    assert 0 < weight_change(MODEL, a) < 0.1
+    AutoModelForImageTextToText.from_pretrained(a)  # loads like any release
