@@ -30,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from gate_power import Outputs, budget_for, gate_statuses, resample, run_variant
+from gate_power import Outputs, budget_for, cases, gate_statuses, resample, run_variant
 
 from benchc.suite.config import (
     DEFAULT_DATASET,
@@ -59,6 +59,42 @@ def _flips(ref: Outputs, out: Outputs) -> tuple[float, float]:
     cur = out.grid.align(ref.grid.ids).paired_with(ref.grid)[0]
     f = cur.figures()
     return f["negative_flips"], f["negative_flips_clean"]
+
+
+#: The figures whose floors the benign variants calibrate (docs/spec.md §6, churn).
+CALIBRATED = ("accuracy", "p_correct", "p_correct_clean", "negative_flips", "negative_flips_clean")
+
+
+def calibration(ref: Outputs, benign: list[tuple[str, Outputs]]) -> None:
+    """Each benign variant's largest worse-direction change of the churn figures at each level
+    (over its cells or families; the whole testbed, not resampled), beside the default floor:
+    what the floors are calibrated on."""
+    from benchc.gates.figures import figure, figures
+
+    print("| benign variant | level | " + " | ".join(CALIBRATED) + " |")
+    print("|---|---|" + "---|" * len(CALIBRATED))
+    base_cases = cases(ref)
+    for name, out in benign:
+        if out is ref:
+            continue
+        cur_cases = cases(out)
+        for level in ("cell", "family", "model"):
+            gated = {f.name for f in figures(level, gated_only=True)}
+            worst: dict[str, float] = {}
+            for key, (lv, _scope, ev) in base_cases.items():
+                if lv != level:
+                    continue
+                cur = cur_cases[key][2].align(ev.ids).paired_with(ev)[0]
+                fb, fc = ev.figures(), cur.figures()
+                for f in CALIBRATED:
+                    if f in gated:
+                        d = -figure(level, f).sign * (fc[f] - fb[f])
+                        worst[f] = max(worst.get(f, -np.inf), d)
+            cells = [
+                f"{worst[f]:+.4f} (floor {figure(level, f).floor:g})" if f in worst else "-"
+                for f in CALIBRATED
+            ]
+            print(f"| {name} | {level} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:
@@ -144,6 +180,8 @@ def main() -> None:
             if verdicts["FAIL"] + verdicts["UNRESOLVED"] < SHARE * len(rows):
                 missed.append(label)
     t2 = time.perf_counter()
+    print()
+    calibration(ref, [(name, out) for name, kind, _, _, out in variants if kind == "benign"])
     print()
     print(f"# edits losing >= {MEANINGFUL:g} of clean or corrupted accuracy: {meaningful}; FAIL or "
           f"UNRESOLVED in >= {SHARE:.0%} of resamples: {meaningful - len(missed)}"

@@ -179,3 +179,45 @@ def test_benchc_report_prints_the_verdict_and_inconclusive_can_fail(tmp_path, ca
     doc = json.loads((tmp_path / "a" / "report.json").read_text())
     assert doc["overall"]["state"] == "inconclusive"
     assert doc["overall"]["headline"] in out and "model-level gate(s) could not be checked" in out
+
+
+def test_an_unresolved_run_is_named_the_same_everywhere(tmp_path):
+    """UNRESOLVED (docs/spec.md §6): the figure, its change, its z and the samples that would
+    resolve it, in the banner, the terminal, report.json, JUnit, the step summary and the
+    exporters' bundle; never PASS."""
+    from benchc.export.bundle import build
+
+    ds = make_dataset(tmp_path / "ds", n=24)
+    base = make_run(tmp_path / "b", ds, model="toy-vlm")
+    record_baseline(base, tmp_path / "thr")
+    cand = make_run(tmp_path / "c", ds, model="toy-vlm", seed=5, damp=1.5)
+    unresolved = verdict(
+        "model", "accuracy", "unresolved", baseline=0.62, current=0.56, change=-0.06,
+        mdr=0.014, tolerance=0.082, z_change=-2.1, resolve_n=176, n=115,
+    )  # fmt: skip
+    records = [verdict("model", "ras", "pass"), unresolved]
+    overall = decide(records)
+    assert overall.state == "unresolved"
+    (reason,) = overall.reasons
+    for part in ("accuracy in model", "0.62 -> 0.56", "change -0.06", "z -2.10",
+                 "about 176 samples would resolve it"):  # fmt: skip
+        assert part in reason.text, reason.text
+    out = tmp_path / "rep"
+    write_report(cand, out, thresholds_dir=tmp_path / "thr", verdicts=records, overall=overall,
+                 images=False, n_boot=20)  # fmt: skip
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["overall"]["state"] == "unresolved"
+    assert doc["overall"]["reasons"][0]["text"] == reason.text
+    html = (out / "report.html").read_text()
+    assert 'data-state="unresolved"' in html and "v-unresolved" in html
+    from html import unescape
+
+    assert reason.text in unescape(html)
+    assert "about 176 samples would resolve it (n=115 now)" in html  # the gate's own row
+    assert gate_summary(records, overall=overall)[:2] == overall.lines()
+    assert dict(ci.suite_properties(overall))["benchc.verdict.reason.1"] == reason.text
+    assert ci.step_summary(records, overall=overall).startswith(
+        f"## benchc robustness gates: ⚠️ {overall.headline}"
+    )
+    exported = build(out)
+    assert exported.verdict == "unresolved"
