@@ -196,10 +196,7 @@ class GateCheck:
             if payload.level in samples:  # the gate's samples, one case each
                 extra = ("--per-sample", "-k", samples[payload.level])
                 lines.append("drill down: " + command(self.cfg, extra=extra))
-            lines.append(
-                f"if this change is intended and this checkpoint becomes baseline "
-                f"'{self.ref.name}': {record_command(self.cfg, extra=('-k', self.node.name))}"
-            )
+            lines.append(self._accept_line())
             pytest.fail("\n".join(lines), pytrace=False)
         unresolved = verdict.by_status("unresolved")
         if unresolved and self.strict:  # the MDR promised to catch it: not a pass
@@ -209,6 +206,7 @@ class GateCheck:
                 "UNRESOLVED under --strict-gates: more samples (the line above says how many) "
                 "resolve it; `benchc plan` sizes a dataset for a target regression"
             )
+            lines.append(self._accept_line())
             pytest.fail("\n".join(lines), pytrace=False)
         unchecked = verdict.by_status("unchecked")
         if unchecked:
@@ -226,6 +224,14 @@ class GateCheck:
                 )
             if len(unchecked) == len(verdict.outcomes):
                 pytest.skip(f"gate(s) could not be checked: {text}")
+
+    def _accept_line(self) -> str:
+        """The command that records this case from this checkpoint, when its change is
+        intended (run as printed, the next gate run passes this case)."""
+        return (
+            f"if this change is intended and this checkpoint becomes baseline "
+            f"'{self.ref.name}': {record_command(self.cfg, extra=('-k', self.node.name))}"
+        )
 
     @property
     def ref(self) -> BaselineRef:

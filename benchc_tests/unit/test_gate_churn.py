@@ -158,8 +158,10 @@ def test_strict_gates_fail_an_unresolved_gate(tmp_path, strict):
     churned = _churned(base, 0.3, 0.25, 0.15)
     cur = Payload("model", "model", "m", "d", len(base.ids), {}, rule, {}, churned)
     if strict:
-        with pytest.raises(pytest.fail.Exception, match="UNRESOLVED under --strict-gates"):
+        with pytest.raises(pytest.fail.Exception, match="UNRESOLVED under --strict-gates") as e:
             gate(cur)
+        # what to run when the change is intended: this case recorded from this checkpoint
+        assert "if this change is intended" in str(e.value) and "--snapshot-update" in str(e.value)
     else:
         gate(cur)  # reported, not failed: the run's verdict says UNRESOLVED
     assert [r["status"] for r in records] == ["unresolved"]
