@@ -4,6 +4,7 @@ package is. Extensions register this way only: no test touches a registry's inte
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -23,6 +24,8 @@ def install(
     folder.mkdir(parents=True, exist_ok=True)
     for filename, source in (modules or {}).items():
         (folder / filename).write_text(source)
+        # a module of that name another test installed: this folder's is imported afresh
+        monkeypatch.delitem(sys.modules, Path(filename).stem, raising=False)
     dist = folder / f"{name.replace('-', '_')}-0.1.dist-info"
     dist.mkdir(exist_ok=True)
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
