@@ -204,6 +204,8 @@ def _executor(text: str) -> str:
     from benchc.registry import EXECUTORS
 
     names = [n for n in EXECUTORS.names() if n != "stored"]
+    if not names:  # benchc's own entry points missing: not installed
+        raise ArgumentTypeError(EXECUTORS.unknown(text))
     if text not in names:
         raise ArgumentTypeError(f"must be one of {', '.join(names)}, got {text!r}")
     problem = getattr(EXECUTORS.load(text), "unavailable", lambda: None)()
