@@ -47,8 +47,8 @@ def _check_out(parser: argparse.ArgumentParser, out: Path) -> None:
 
 
 def _report(argv: Sequence[str]) -> int:
-    from benchc.report import write_report
     from benchc.results.reader import read_run
+    from benchc.suite.reports import write_report  # the report with the suite's facts
 
     parser = argparse.ArgumentParser(
         prog="benchc report",
@@ -197,7 +197,8 @@ def _unreadable(command: str, where: object, exc: Exception) -> int:
 
 
 def _compare(argv: Sequence[str]) -> int:
-    from benchc.report import CompareError, compare_runs
+    from benchc.report import CompareError
+    from benchc.suite.reports import compare_runs  # the report with the suite's facts
 
     parser = argparse.ArgumentParser(
         prog="benchc compare",

@@ -8,6 +8,7 @@ or a threshold is spelled once.
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
 from typing import Final
 
 #: The 19 corruptions, in ``imagecorruptions.get_corruption_names('all')`` order.
@@ -108,6 +109,16 @@ def parse_condition(key: str) -> tuple[str | None, int | None]:
             f"not a condition key: {key!r} (expected 'clean' or '<corruption>-<1..5>')"
         )
     return name, int(sev)
+
+
+def family_cells(conditions: Sequence[str]) -> dict[str, list[str]]:
+    """The selected cells of each corruption family present (docs/spec.md §1), in family order."""
+    out: dict[str, list[str]] = {}
+    for fam, members in FAMILIES.items():
+        cells = [c for c in conditions if parse_condition(c)[0] in members]
+        if cells:
+            out[fam] = cells
+    return out
 
 
 def all_conditions() -> list[str]:

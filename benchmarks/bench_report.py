@@ -27,7 +27,7 @@ LOAD = "() => performance.getEntriesByType('navigation')[0].loadEventEnd"
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
-    from benchc.report import write_report
+    from benchc.suite.reports import write_report  # the report with the suite's facts
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path)

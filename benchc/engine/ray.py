@@ -50,6 +50,30 @@ class ChunkOOM(EngineError):
     """A chunk ran out of device memory: the run's batch size does not fit this device."""
 
 
+def unavailable() -> str | None:
+    """Why ``--executor=ray`` cannot run here (Ray is not installed), or None."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        return 'ray needs Ray installed: pip install "benchc[ray]"'
+    return None
+
+
+@contextmanager
+def executor(state: SuiteSession, *, vsi: bool) -> Iterator[Callable[[dict], None]]:
+    """The ``ray`` executor (entry point of ``benchc.executors``): a Ray cluster's actors load
+    the model and compute the missing chunks; yields what fills the entries the cases read."""
+    from benchc.suite.session import LoadError
+
+    if state.cfg.worker_id is not None:
+        raise LoadError("--executor=ray: the cluster's actors are the parallelism; drop -n")
+    with Cluster.start(state, vsi=vsi) as cluster:
+        yield cluster.fill
+
+
+executor.unavailable = unavailable  # type: ignore[attr-defined]
+
+
 def import_ray() -> Any:
     try:
         import ray

@@ -12,9 +12,10 @@ chosen runs' files are copied into a local folder first, so everything else read
 from __future__ import annotations
 
 import atexit
+import contextlib
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -188,6 +189,35 @@ def _stored_files(root: Path) -> list[Path]:
 
 
 def push(root: Path, url: str) -> tuple[int, int]:
+    """Copy the store at ``root`` to ``url`` with the store its scheme names
+    (:func:`store_for`); returns (files copied, files kept)."""
+    return store_for(url).write(Path(root), url)
+
+
+def store_for(url: str) -> Any:
+    """The results store of ``url``'s scheme: the ``benchc.stores`` entry point of that name,
+    else ``fsspec`` (any scheme fsspec opens)."""
+    from benchc.registry import STORES
+
+    scheme = str(url).partition("://")[0]
+    return STORES.load(scheme if scheme in STORES else "fsspec")
+
+
+class FsspecStore:
+    """The ``fsspec`` results store (entry point of ``benchc.stores``): ``--from-store URL``
+    and ``benchc push`` for every URL fsspec opens (``file://``, ``s3://``, ``gs://``...)."""
+
+    def read(self, url: str) -> Path:
+        return local_copy(url)
+
+    def write(self, root: Path, url: str) -> tuple[int, int]:
+        return push_fsspec(root, url)
+
+
+FSSPEC = FsspecStore()
+
+
+def push_fsspec(root: Path, url: str) -> tuple[int, int]:
     """Copy the store at ``root`` to fsspec ``url`` (``s3://``, ``gs://``, ``file://``...), so
     a CPU-only job gates on it with ``--from-store URL``: entries and parts first, manifests
     last (a reader never finds a manifest whose files are still on their way). An entry
@@ -223,12 +253,21 @@ def push(root: Path, url: str) -> tuple[int, int]:
 
 
 # -- --from-store ------------------------------------------------------------------------------
+@contextlib.contextmanager
+def executor(state: SuiteSession, *, vsi: bool) -> Iterator[Callable[[dict], None]]:
+    """The ``stored`` executor (entry point of ``benchc.executors``, chosen by ``--from-store``):
+    the results are read from a finished store; yields what checks the entries the cases read
+    are all stored."""
+    open_store(state, [state.dataset, *([vsi_dataset(state)] if vsi else [])])
+    yield lambda entries: check_stored(state, entries)
+
+
 def open_store(state: SuiteSession, datasets: Iterable[Dataset]) -> None:
     """Point ``state`` at the stored runs of ``--from-store`` for ``datasets``: run keys from
     the manifests, the stand-in model, nothing written. :class:`StoreError` when a run is
     absent or ambiguous."""
     location = str(state.cfg.from_store)
-    root = local_copy(location) if is_url(location) else Path(location)
+    root = store_for(location).read(location) if is_url(location) else Path(location)
     if not root.is_dir():
         raise StoreError(f"--from-store {location}: no such folder")
     runs = stored_runs(root)

@@ -107,7 +107,8 @@ def upload(folder: Path, repo: str) -> str:
     return str(getattr(info, "commit_url", info))
 
 
-def export(bundle: Bundle, repo: str) -> str:
-    """Stage the folder in a temporary folder and upload it to ``repo``."""
+def export(bundle: Bundle, repo: str, *, local_dir: Path | None = None) -> str:
+    """Stage the folder in a temporary folder and upload it to ``repo`` (``local_dir``:
+    unused, nothing is kept locally)."""
     with tempfile.TemporaryDirectory(prefix="benchc-hub-") as tmp:
         return upload(stage(bundle, Path(tmp) / "hub"), repo)

@@ -23,8 +23,15 @@ from benchc.export.bundle import Bundle
 PARAM_MAX = 500
 
 
-def export(bundle: Bundle, experiment: str, *, tracking_uri: str | None = None) -> str:
-    """Log ``bundle`` as one run of ``experiment``; returns the run id."""
+def export(
+    bundle: Bundle,
+    experiment: str,
+    *,
+    tracking_uri: str | None = None,
+    local_dir: Path | None = None,
+) -> str:
+    """Log ``bundle`` as one run of ``experiment``; returns the run id (``local_dir``: unused,
+    the server keeps the run)."""
     mlflow = require("mlflow", "mlflow")
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.tracking import MlflowClient

@@ -18,9 +18,16 @@ from typing import Any
 WritePage = Callable[[Any, Sequence[Path], Any, Path], Any]
 
 
-def wanted(cfg: Any) -> list[str]:
-    """The exporters ``cfg`` asks for, by name."""
-    return [name for name in ("wandb", "mlflow", "push_to_hub") if getattr(cfg, name, None)]
+#: The exporters with a flag of their own (``--wandb``, ``--mlflow``, ``--push-to-hub``): the
+#: config field holding the target is the exporter's name. Any exporter, these included, is
+#: also ``--export=<name>=<target>``.
+FLAGS = ("wandb", "mlflow", "push_to_hub")
+
+
+def wanted(cfg: Any) -> list[tuple[str, str]]:
+    """The exporters ``cfg`` asks for: (name in ``benchc.exporters``, target)."""
+    named = [(name, getattr(cfg, name)) for name in FLAGS if getattr(cfg, name, None)]
+    return named + [tuple(pair) for pair in getattr(cfg, "export", None) or ()]
 
 
 def after_run(
@@ -52,29 +59,19 @@ def after_run(
 
 
 def run_exporters(cfg: Any, report_dir: Path) -> list[str]:
-    """Each exporter ``cfg`` asks for, on the report in ``report_dir``."""
+    """Each exporter ``cfg`` asks for, on the report in ``report_dir``: the entry point of
+    ``benchc.exporters`` of that name, ``export(bundle, target, *, local_dir)``."""
     from benchc.export.bundle import build
+    from benchc.registry import EXPORTERS
 
     bundle = build(report_dir, thresholds_dir=cfg.thresholds_dir)
+    # an exporter's local files (W&B's run folder): beside --report, else in the results store
+    # (never the working directory, nor a temporary report folder that is removed)
+    local = Path(cfg.report) if cfg.report is not None else Path(cfg.results_dir)
     lines = []
-    for name in wanted(cfg):
-        target = getattr(cfg, name)
+    for name, target in wanted(cfg):
         try:
-            if name == "wandb":
-                from benchc.export import wandb as exporter
-
-                # W&B's local run files: beside --report, else in the results store (never
-                # the working directory, nor a temporary report folder that is removed)
-                local = Path(cfg.report) if cfg.report is not None else Path(cfg.results_dir)
-                where = exporter.export(bundle, target, local_dir=local)
-            elif name == "mlflow":
-                from benchc.export import mlflow as exporter  # type: ignore[no-redef]
-
-                where = exporter.export(bundle, target)
-            else:
-                from benchc.export import hub as exporter  # type: ignore[no-redef]
-
-                where = exporter.export(bundle, target)
+            where = EXPORTERS.load(name)(bundle, target, local_dir=local)
             lines.append(f"exported to {name} {target}: {where}")
         except Exception as exc:  # one exporter's failure must not hide the rest
             lines.append(f"export to {name} {target} failed: {type(exc).__name__}: {exc}")

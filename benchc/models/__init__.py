@@ -5,7 +5,7 @@ Heavy imports (torch, transformers) stay in the backend modules, loaded on first
 
 from benchc.models.base import Backend, BatchOutput, Query
 from benchc.models.collate import Collator, score
-from benchc.models.registry import BackendEntry, load_backend, register
+from benchc.models.registry import BackendEntry, load_backend
 
 __all__ = [
     "Backend",
@@ -14,6 +14,5 @@ __all__ = [
     "Collator",
     "Query",
     "load_backend",
-    "register",
     "score",
 ]

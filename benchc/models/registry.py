@@ -6,22 +6,21 @@ same entry. :func:`resolve` reads a model string, first rule that applies:
 
 1. a path that exists on disk is a checkpoint folder: ``hf``;
 2. no ``:``, or a ``/`` before the first ``:``: a folder or hub id, ``hf``;
-3. ``<scheme>:<rest>`` with a registered scheme (:func:`register`): built in are
+3. ``<scheme>:<rest>`` with a scheme named by an entry point of the group ``benchc.backends``
+   (:data:`benchc.registry.BACKENDS`; its value is a factory or a :class:`Backend` subclass,
+   called with ``rest`` first, its ``--model-args`` keys in ``model_args_schema``). benchc's
+   own are entry points of its ``pyproject.toml`` like a third party's:
    ``hf:<folder or hub id>`` (:class:`~benchc.models.hf.HFBackend`) and
    ``openai:<model>@<base_url>`` (:class:`~benchc.models.proxy.OpenAIProxyBackend`);
-4. ``<scheme>:<rest>`` with a scheme named by an entry point of the group ``benchc.backends``
-   (a third-party package's; its value is a factory or a :class:`Backend` subclass, called
-   with ``rest`` first);
-5. ``<module.path>:<ClassName>``, an importable module and an identifier: that
+4. ``<module.path>:<ClassName>``, an importable module and an identifier: that
    :class:`Backend` subclass, built as ``ClassName(**standard_args)``, its keys in its
    ``model_args_schema`` (lm-evaluation-harness and inspect_ai load backends the same way);
-6. anything else is an unknown scheme, one error naming the known ones.
+5. anything else is an unknown scheme, one error naming the known ones.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,10 +29,11 @@ from typing import Any
 
 from benchc.models.args import HF_ARGS, OPENAI_ARGS, ArgSpec, typed_model_args
 from benchc.models.base import Backend
+from benchc.registry import BACKENDS, UnknownExtension
 
 Factory = Callable[..., Backend]
-#: The entry-point group third-party backends register under (name = scheme).
-ENTRY_POINT_GROUP = "benchc.backends"
+#: The entry-point group backends register under (name = scheme), benchc's own included.
+ENTRY_POINT_GROUP = BACKENDS.group
 
 
 @dataclass(frozen=True)
@@ -46,27 +46,20 @@ class BackendEntry:
     args: Mapping[str, ArgSpec]
 
 
-_REGISTRY: dict[str, BackendEntry] = {}
-
-
-def register(
-    scheme: str, args: Mapping[str, ArgSpec] | None = None
-) -> Callable[[Factory], Factory]:
-    """Decorator registering ``factory(rest, **kw)`` for ``"<scheme>:<rest>"`` model strings;
-    ``args`` are the ``--model-args`` keys it accepts (none by default)."""
+def accepts(args: Mapping[str, ArgSpec]) -> Callable[[Factory], Factory]:
+    """Decorator declaring the ``--model-args`` keys a backend factory accepts (its
+    ``model_args_schema``, read like a :class:`Backend` subclass's)."""
 
     def deco(factory: Factory) -> Factory:
-        if scheme in _REGISTRY and _REGISTRY[scheme].factory is not factory:
-            raise ValueError(f"backend scheme {scheme!r} is already registered")
-        _REGISTRY[scheme] = BackendEntry(scheme, factory, dict(args or {}))
+        factory.model_args_schema = dict(args)  # type: ignore[attr-defined]
         return factory
 
     return deco
 
 
 def schemes() -> list[str]:
-    """Registered scheme names."""
-    return sorted(_REGISTRY)
+    """Registered scheme names (the entry points of ``benchc.backends``)."""
+    return BACKENDS.names()
 
 
 #: Keyword arguments the suite passes (when set) to whichever backend ``--model`` selects; every
@@ -80,8 +73,11 @@ def resolve(spec: str) -> tuple[BackendEntry, str]:
         raise ValueError("empty model string; pass a folder, a hub id or '<scheme>:<...>'")
     head, sep, rest = spec.partition(":")
     if not sep or Path(spec).exists() or "/" in head:
-        return _REGISTRY["hf"], spec
-    entry = _REGISTRY.get(head) or _entry_point(head)
+        hf = _entry_point("hf")
+        if hf is None:
+            raise ValueError(BACKENDS.unknown("hf"))
+        return hf, spec
+    entry = _entry_point(head)
     if entry is not None:
         if not rest:
             raise ValueError(f"model string {spec!r} has nothing after '{head}:'")
@@ -118,14 +114,14 @@ def parse_model_args(text: str | None, model: str) -> dict[str, Any]:
 
 def _entry_point(scheme: str) -> BackendEntry | None:
     """The ``benchc.backends`` entry point named ``scheme``, loaded, or None."""
-    found = list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=scheme))
-    if not found:
+    try:
+        target = BACKENDS.load(scheme)  # the same distribution twice on sys.path: the first wins
+    except UnknownExtension:
         return None
-    target = found[0].load()  # the same distribution twice on sys.path: the first wins
     if not callable(target):
         raise ValueError(
-            f"entry point {scheme!r} of {ENTRY_POINT_GROUP!r} ({found[0].value}) is not a "
-            "backend factory or Backend subclass"
+            f"entry point {scheme!r} of {ENTRY_POINT_GROUP!r} ({BACKENDS.value(scheme)}) is not "
+            "a backend factory or Backend subclass"
         )
     return BackendEntry(scheme, target, dict(getattr(target, "model_args_schema", {})))
 
@@ -152,15 +148,15 @@ def _class_entry(spec: str, module: str, name: str) -> BackendEntry:
     return BackendEntry(spec, factory, dict(cls.model_args_schema))
 
 
-@register("hf", HF_ARGS)
-def _hf(rest: str, **kwargs: Any) -> Backend:
+@accepts(HF_ARGS)
+def hf(rest: str, **kwargs: Any) -> Backend:
     from benchc.models.hf import HFBackend
 
     return HFBackend(rest, **kwargs)
 
 
-@register("openai", OPENAI_ARGS)
-def _openai(
+@accepts(OPENAI_ARGS)
+def openai(
     rest: str,
     *,
     revision: str | None = None,

@@ -138,7 +138,7 @@ def gate_cells(run: StoredRun, gate: dict[str, Any] | None) -> list[str]:
     if level == "cell":
         return [scope] if scope in grid else []
     if level == "family":
-        from benchc.suite.payloads import family_cells  # the gates' own grouping
+        from benchc.spec import family_cells  # the gates' own grouping
 
         return family_cells(grid).get(scope, [])
     return grid

@@ -21,9 +21,9 @@ from benchc.report import baseline as snap
 from benchc.report.compare import CompareError, paired, shared
 from benchc.report.overall import Overall, decide, run_facts
 from benchc.report.vsi import vsi_by_id
+from benchc.results.facts import NO_FACTS, SuiteFacts
 from benchc.results.reader import StoredRun, read_run
 from benchc.results.store import StoreError, atomic_write_text
-from benchc.suite.notes import stored_run_notes
 
 HTML = "report.html"
 JSON = "report.json"
@@ -31,13 +31,12 @@ NO_VERDICTS = "no gate verdicts available"
 
 
 def offline_verdicts(
-    run_dir: Path, folder: Path, vsi_dir: Path | None = None
+    run_dir: Path, folder: Path, vsi_dir: Path | None = None, facts: SuiteFacts = NO_FACTS
 ) -> tuple[list[dict] | None, str]:
     """The gates' verdicts for a stored run (and its VSI run) against the baseline ``folder``,
-    from the gates' own code when it offers them."""
-    try:
-        from benchc.suite.verdicts import collect  # provided by the gates (issue 10)
-    except ImportError:
+    from the gates' own code when the suite offers it (``facts.verdicts``)."""
+    collect = facts.verdicts
+    if collect is None:
         return None, f"{NO_VERDICTS}: this benchc cannot re-check gates offline"
     return list(
         collect(Path(run_dir), Path(folder).parent, vsi_dir=vsi_dir, baseline_folder=Path(folder))
@@ -60,12 +59,15 @@ def record_command_for(
     vsi_dir: Path | None = None,
     *,
     release: bool = True,
-) -> str:
+    facts: SuiteFacts = NO_FACTS,
+) -> str | None:
     """The command that re-records this run's baseline (``release``: from the released
     checkpoint its manifest names; else from this run's own model): the gates' one builder
-    (:func:`benchc.suite.gate.run_record_command`) on the run's manifest."""
-    from benchc.suite.gate import run_record_command
-
+    (``facts.record_command``, :func:`benchc.suite.gate.run_record_command`) on the run's
+    manifest; None where the suite offers none."""
+    run_record_command = facts.record_command
+    if run_record_command is None:
+        return None
     vsi = None
     if vsi_dir is not None:
         from benchc.results.store import read_manifest
@@ -128,6 +130,7 @@ def write_report(
     notes: Sequence[str] | None = None,
     overall: Overall | None = None,
     session: dict[str, Any] | None = None,
+    facts: SuiteFacts = NO_FACTS,
 ) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
 
@@ -140,14 +143,16 @@ def write_report(
     run folder of the VSI arrays when the VSI gates have their own dataset; ``vsi_support``
     the VSI the gates read (default: what the snapshots were recorded with, docs/spec.md §5).
     ``notes``: the run notes the terminal printed (pytest passes its session's); None reads
-    what the stored run still shows (:func:`benchc.suite.notes.stored_run_notes`).
+    what the stored run still shows (``facts.notes``). ``facts``: what the suite offers about
+    stored runs (:class:`benchc.results.facts.SuiteFacts`): notes, offline verdicts, record
+    commands.
     ``overall``: the run's verdict as the suite decided it (default: decided here from the same
     records and runs, :mod:`benchc.report.overall`). ``session``: the suite run writing the
     report (:func:`benchc.provenance.session`), for ``report.json`` ``provenance``.
     """
     run = _read(run_dir, vsi_dir)
     # the whole run's notes, as the terminal printed them (before any like-for-like subset)
-    notes = list(notes) if notes is not None else stored_run_notes(run)
+    notes = list(notes) if notes is not None else facts.notes(run)
     folder = baseline_folder
     if folder is None and thresholds_dir is not None:
         folder = baseline_folder_for(run, Path(thresholds_dir))
@@ -156,7 +161,7 @@ def write_report(
     base = snap.read_folder(folder) if folder is not None else None
     base_run = snap.evidence_run(base) if base is not None and not base.empty else None
     if verdicts is None and folder is not None:
-        verdicts, verdict_note = offline_verdicts(run.path, folder, vsi_dir)
+        verdicts, verdict_note = offline_verdicts(run.path, folder, vsi_dir, facts)
     elif verdicts is None:
         verdict_note = verdict_note or f"{NO_VERDICTS} (no --baseline thresholds given)"
     # like for like: every table and figure on what the gates compared (report.json ``subset``)
@@ -178,9 +183,10 @@ def write_report(
         baseline_run=base_run,
         verdicts=verdicts,
         verdict_note=verdict_note,
-        record_command=record_command or record_command_for(run, thresholds_dir, folder, vsi_dir),
+        record_command=record_command
+        or record_command_for(run, thresholds_dir, folder, vsi_dir, facts=facts),
         accept_command=accept_command
-        or record_command_for(run, thresholds_dir, folder, vsi_dir, release=False),
+        or record_command_for(run, thresholds_dir, folder, vsi_dir, release=False, facts=facts),
         drilldown=items,
         n_boot=n_boot,
         vsi_support=vsi_support,
@@ -250,6 +256,7 @@ def compare_runs(
     n_boot: int = data.N_BOOT,
     vsi_dirs: Sequence[Path | None] | None = None,
     n_permutations: int = agreement.PERMUTATION_RESAMPLES,
+    facts: SuiteFacts = NO_FACTS,
 ) -> Path:
     """The same page for two or more stored runs side by side (the first sets the grid), with
     their cross-run agreement (:mod:`benchc.report.agreement`; ``n_permutations``: the VSI
@@ -262,7 +269,7 @@ def compare_runs(
     if labels is not None and len(labels) != len(run_dirs):
         raise CompareError(f"{len(labels)} labels for {len(run_dirs)} runs")
     runs = [_read(p, v) for p, v in zip(run_dirs, vsi_dirs, strict=True)]
-    notes = [stored_run_notes(r) for r in runs]  # each whole run's, before the shared subset
+    notes = [facts.notes(r) for r in runs]  # each whole run's, before the shared subset
     # the runs on what they all have (cells, samples), what was left out said on the page
     common = shared(runs, list(labels) if labels else data.default_labels(runs))
     runs = common.runs

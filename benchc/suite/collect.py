@@ -200,31 +200,19 @@ def stored_entries(state: SuiteSession, *, grid: bool, vsi: bool) -> dict[str, l
 
 @contextlib.contextmanager
 def elsewhere(state: SuiteSession, *, vsi: bool) -> Iterator[Callable[[dict], None]]:
-    """Where results computed elsewhere come in: a Ray cluster's actors load the model and
-    compute the missing chunks (:mod:`benchc.engine.ray`), or ``--from-store`` reads a finished
-    store (:mod:`benchc.engine.stored`); yields what fills or checks the entries the cases read.
-    A plain run yields a no-op."""
-    from benchc.engine import EngineError
+    """Where results computed elsewhere come in: the executor ``--executor`` names, from the
+    registry (``benchc.executors`` entry points): a Ray cluster's actors compute the missing
+    chunks (``ray``), ``--from-store`` reads a finished store (``stored``); yields what fills or
+    checks the entries the cases read. A plain run (``local``) yields a no-op."""
+    from benchc.registry import EXECUTORS, ExtensionError, UnknownExtension
     from benchc.results import StoreError
 
     cfg = state.cfg
     try:
-        if cfg.from_store is not None:
-            from benchc.engine.stored import check_stored, open_store, vsi_dataset
-
-            open_store(state, [state.dataset, *([vsi_dataset(state)] if vsi else [])])
-            yield lambda entries: check_stored(state, entries)
-        elif cfg.executor == "ray":
-            from benchc.engine.ray import Cluster
-
-            if cfg.worker_id is not None:
-                raise LoadError("--executor=ray: the cluster's actors are the parallelism; drop -n")
-
-            with Cluster.start(state, vsi=vsi) as cluster:
-                yield cluster.fill
-        else:
-            yield lambda entries: None
-    except (StoreError, EngineError) as exc:
+        executor = EXECUTORS.load("stored" if cfg.from_store is not None else cfg.executor)
+        with executor(state, vsi=vsi) as fill:
+            yield fill
+    except (StoreError, ExtensionError, UnknownExtension) as exc:
         raise LoadError(str(exc) + _mend(state, exc)) from None
 
 

@@ -106,6 +106,8 @@ class SuiteConfig:
     wandb: str | None = _d("wandb")
     mlflow: str | None = _d("mlflow")
     push_to_hub: str | None = _d("push_to_hub")
+    #: ``--export``: (exporter name, target) pairs, any exporter of ``benchc.exporters``.
+    export: tuple[tuple[str, str], ...] = ()
     #: Beyond one process (docs/guides/cluster.md): ``local`` or ``ray``, the Ray cluster, its
     #: replicas and GPUs per replica (None: from the cluster); a finished store to gate on.
     executor: str = _d("executor")

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from benchc import spec
 from benchc.gates import (
     Evidence,
     Figure,
@@ -27,16 +26,7 @@ from benchc.gates.check import N_BOOT, ZFor
 from benchc.gates.figures import Level
 from benchc.metrics.figures import definition
 from benchc.metrics.stats import replicate_se, resample_counts
-
-
-def family_cells(conditions: Sequence[str]) -> dict[str, list[str]]:
-    """The selected cells of each corruption family present (docs/spec.md §1), in family order."""
-    out: dict[str, list[str]] = {}
-    for fam, members in spec.FAMILIES.items():
-        cells = [c for c in conditions if spec.parse_condition(c)[0] in members]
-        if cells:
-            out[fam] = cells
-    return out
+from benchc.spec import family_cells  # the report's too: it lives below both
 
 
 def build_payload(

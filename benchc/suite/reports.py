@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchc.suite.config import SuiteConfig
 
 if TYPE_CHECKING:
     from benchc.report.overall import Overall
+    from benchc.results.facts import SuiteFacts
 
 
 def write_reports(
@@ -113,8 +114,43 @@ def write_page(
             overall=overall,
             session=session,
             notes=notes,
+            facts=suite_facts(),
         )
-    return compare_runs([g for g, _ in groups], out, vsi_dirs=[v for _, v in groups])
+    return compare_runs(
+        [g for g, _ in groups], out, vsi_dirs=[v for _, v in groups], facts=suite_facts()
+    )
+
+
+def suite_facts() -> SuiteFacts:
+    """What the report needs from the suite about a stored run (notes, offline verdicts, the
+    re-record command), filled with the suite's own code; the report imports none of it."""
+    from benchc.results.facts import SuiteFacts
+    from benchc.suite.gate import run_record_command
+    from benchc.suite.notes import stored_run_notes
+    from benchc.suite.verdicts import collect
+
+    return SuiteFacts(notes=stored_run_notes, verdicts=collect, record_command=run_record_command)
+
+
+def write_report(*args: Any, **kwargs: Any) -> Path:
+    """:func:`benchc.report.write_report` with the suite's facts (:func:`suite_facts`)."""
+    from benchc.report import write_report as write
+
+    return write(*args, **{"facts": suite_facts(), **kwargs})
+
+
+def compare_runs(*args: Any, **kwargs: Any) -> Path:
+    """:func:`benchc.report.compare_runs` with the suite's facts (:func:`suite_facts`)."""
+    from benchc.report import compare_runs as compare
+
+    return compare(*args, **{"facts": suite_facts(), **kwargs})
+
+
+def record_command_for(*args: Any, **kwargs: Any) -> str | None:
+    """:func:`benchc.report.write.record_command_for` with the suite's facts."""
+    from benchc.report.write import record_command_for as command
+
+    return command(*args, **{"facts": suite_facts(), **kwargs})
 
 
 def _accept_command(cfg: SuiteConfig) -> str:

@@ -105,10 +105,10 @@ def open_backend(cfg: SuiteConfig) -> Backend:
         ) from exc
     if kwargs.get("device", "cpu") == "cpu":
         _limit_cpu_threads(cfg.worker_id)
-    if cfg.degrade:
-        from benchc.testing.degrade import DegradedBackend
+    if cfg.degrade:  # the test-only wrapper benchc.testing registers (benchc.wrappers)
+        from benchc.registry import WRAPPERS
 
-        backend = DegradedBackend(backend, **cfg.degrade)
+        backend = WRAPPERS.load("degrade")(backend, **cfg.degrade)
     return backend
 
 

@@ -2,7 +2,9 @@
 
 :class:`DegradedBackend` (``damp``: image contrast kept; ``sharpen``: next-token logits scaled)
 wraps whatever ``--model`` selects; the suite's own tests and the docs' example report use
-the hidden ``--benchc-degrade damp=0.3,sharpen=3``. It ships because the plugin selects it;
+the hidden ``--benchc-degrade damp=0.3,sharpen=3``, found through the registry (the entry
+point ``degrade`` of ``benchc.wrappers``, :mod:`benchc.registry`). It ships because the plugin
+selects it;
 the rest of the mutant zoo (:mod:`benchc.testing.dev.zoo`) is checkout-only test tooling.
 """
 
@@ -32,7 +34,10 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
 
 
 class DegradedBackend(Backend):
-    """``inner`` with damped image contrast and/or sharpened next-token logits."""
+    """``inner`` with damped image contrast and/or sharpened next-token logits; the ``degrade``
+    entry point of ``benchc.wrappers`` (the suite looks it up by name)."""
+
+    KNOBS = KNOBS
 
     def __init__(self, inner: Backend, *, damp: float = 1.0, sharpen: float = 1.0) -> None:
         if not 0.0 <= damp <= 1.0:

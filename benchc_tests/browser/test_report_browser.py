@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from benchc.report import plots, write_report
+from benchc.report import plots
 from benchc.report.page import SECTIONS
+from benchc.suite.reports import write_report
 from benchc_tests.unit.report_runs import make_dataset, make_run, verdict
 
 pytestmark = pytest.mark.browser
@@ -176,7 +177,7 @@ def test_vsi_tables_render_with_report_json_numbers(browser, report):
 def test_compare_page_shows_the_cross_run_tables_in_chromium(browser, tmp_path):
     """benchc compare's agreement section (VSI rank agreement, Bench-C Table VI) renders with
     report.json's numbers, and Table 2 of the second run reads the first run's pool."""
-    from benchc.report import compare_runs
+    from benchc.suite.reports import compare_runs
 
     ds = make_dataset(tmp_path / "toy")
     runs = [make_run(tmp_path / "r", ds, model=m, seed=s) for m, s in (("a", 0), ("b", 1))]

@@ -51,7 +51,7 @@ def full(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory) -> Path:
     """``benchc compare`` of two checkpoints: its paired differences and agreement tables."""
-    from benchc.report import compare_runs
+    from benchc.suite.reports import compare_runs
     from benchc_tests.unit.report_runs import make_dataset, make_run
 
     root = tmp_path_factory.mktemp("compared")

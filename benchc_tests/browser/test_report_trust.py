@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from benchc import spec
-from benchc.report import write_report
 from benchc.report.fmt import moved
+from benchc.suite.reports import write_report
 from benchc_tests.browser.test_report_browser import browser  # noqa: F401 (fixture)
 from benchc_tests.unit.report_runs import make_dataset, make_run, record_baseline
 

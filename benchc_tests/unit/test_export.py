@@ -16,8 +16,8 @@ import pytest
 from benchc.export import bundle as bundle_mod
 from benchc.export import hub
 from benchc.export.session import after_run
-from benchc.report import write_report
 from benchc.suite.config import SuiteConfig
+from benchc.suite.reports import write_report
 from benchc_tests.unit.report_runs import make_dataset, make_run, verdict
 
 VERDICTS = [

@@ -52,6 +52,7 @@ EXAMPLES = {
     "--wandb": ("proj", "proj"),
     "--mlflow": ("exp", "exp"),
     "--push-to-hub": ("org/reports", "org/reports"),
+    "--export": ("mlflow=exp,wandb=proj", (("mlflow", "exp"), ("wandb", "proj"))),
     "--executor": ("ray", "ray"),
     "--ray-address": ("ray://head:10001", "ray://head:10001"),
     "--ray-actors": ("4", 4),

@@ -17,9 +17,10 @@ from benchc.metrics import (
     insensitive_fraction,
 )
 from benchc.metrics.figures import reported_cells, table2_figures
-from benchc.report import ci, compare_runs, data, page, plots, write_report
+from benchc.report import ci, data, page, plots
 from benchc.report.baseline import read_snapshots
 from benchc.results.reader import find_runs, read_run
+from benchc.suite.reports import compare_runs, write_report
 from benchc_tests.unit.report_runs import make_dataset, make_run, verdict
 
 N_BOOT = 50  # SE machinery is tested in test_metrics_stats; keep these fast
@@ -654,7 +655,7 @@ def test_a_run_stored_before_the_whole_image_pass_still_reports_its_vsi(tmp_path
 
 
 def test_the_report_gates_the_support_the_run_gated(run_dir, tmp_path):
-    from benchc.report import write_report
+    from benchc.suite.reports import write_report
 
     page = write_report(run_dir, tmp_path / "full", vsi_support="full", n_boot=20, images=False)
     v = json.loads((page.parent / "report.json").read_text())["series"][0]["vsi"]

@@ -16,9 +16,10 @@ from benchc import spec
 from benchc.metrics import compute_grid
 from benchc.metrics.signals import spearman_permutation
 from benchc.metrics.stats import bootstrap_indices
-from benchc.report import agreement, compare_runs, data
+from benchc.report import agreement, data
 from benchc.report import page as page_module
 from benchc.results.reader import read_run
+from benchc.suite.reports import compare_runs
 from benchc_tests.unit.report_runs import make_dataset, make_run, make_sampling_run
 
 #: Fewer shuffles than the paper's 10^5 keep these fast; the command uses the paper's.

@@ -10,9 +10,10 @@ import re
 
 import pytest
 
-from benchc.report import compare_runs, drill, write_report
+from benchc.report import drill
 from benchc.report.fmt import moved
 from benchc.results.reader import read_run
+from benchc.suite.reports import compare_runs, write_report
 from benchc_tests.unit.report_runs import make_dataset, make_run, verdict
 
 N_BOOT = 20

@@ -9,10 +9,10 @@ import shlex
 from pathlib import Path
 
 from benchc.gates.baselines import BaselineRef, write_manifest
-from benchc.report.write import record_command_for
 from benchc.results.reader import read_run
 from benchc.suite.config import SuiteConfig
 from benchc.suite.messages import record_release
+from benchc.suite.reports import record_command_for
 from benchc_tests.unit.report_runs import make_dataset, make_run, record_baseline
 
 

@@ -14,9 +14,10 @@ import pytest
 
 from benchc.cli import main
 from benchc.metrics.ranking import rank_mismatch
-from benchc.report import CompareError, compare_runs
+from benchc.report import CompareError
 from benchc.report.compare import shared
 from benchc.results.reader import read_run
+from benchc.suite.reports import compare_runs
 from benchc_tests.unit.report_runs import make_dataset, make_run
 
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from benchc.metrics.stats import bootstrap_indices
-from benchc.report import compare_runs
 from benchc.report.agreement import table_vi
 from benchc.results.reader import StoredRun, read_run
+from benchc.suite.reports import compare_runs
 from benchc_tests.unit.report_runs import make_dataset, make_run
 
 

@@ -16,7 +16,8 @@ import pytest
 
 from benchc.data import save_jsonl
 from benchc.data.synthetic import generate
-from benchc.report import compare_runs, drill, page, write_report
+from benchc.report import drill, page
+from benchc.suite.reports import compare_runs, write_report
 from benchc_tests.unit.report_runs import make_run, verdict
 
 HOSTILE = "<script>alert(\"x&y\")</script> 'q' & <b>b</b> &amp;"

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from benchc import spec
-from benchc.report import write_report
 from benchc.results.reader import VSI, read_run
 from benchc.results.store import atomic_save_npz, load_npz
 from benchc.suite.notes import clean_warnings, stored_run_notes
+from benchc.suite.reports import write_report
 from benchc_tests.unit.report_runs import make_dataset, make_run
 
 

@@ -11,10 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchc.report import ci, write_report
+from benchc.report import ci
 from benchc.report.overall import Facts, Overall, blind_share, decide, run_facts
 from benchc.report.write import assess
 from benchc.results.reader import StoredRun
+from benchc.suite.reports import write_report
 from benchc.suite.summary import gate_summary
 from benchc_tests.unit.report_runs import make_dataset, make_run, record_baseline, verdict
 

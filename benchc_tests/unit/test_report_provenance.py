@@ -12,8 +12,8 @@ import sys
 from html import escape
 
 from benchc import __version__, provenance
-from benchc.report import write_report
 from benchc.results.store import read_manifest
+from benchc.suite.reports import write_report
 from benchc_tests.unit.report_runs import make_dataset, make_run, record_baseline
 
 

@@ -14,7 +14,6 @@ from benchc.data.fingerprint import fingerprint
 from benchc.data.images import prepare
 from benchc.data.loaders import load_dataset
 from benchc.data.sample import Dataset
-from benchc.models import registry
 from benchc.models.base import Backend, BatchOutput
 from benchc.select.embed import minilm_available, sample_text, text_embeddings
 from benchc.select.predict import PREDICTIONS_NPZ, collect_predictions, top1_from_logits
@@ -55,11 +54,16 @@ def _fake_factory(rest, **kwargs):
 
 
 @pytest.fixture
-def fakebright(monkeypatch):
-    """The ``fakebright:<offset>`` scheme, registered for one test only (the registry is
-    process-wide; a leftover scheme would break tests that check every registered one)."""
-    entry = registry.BackendEntry("fakebright", _fake_factory, {})
-    monkeypatch.setitem(registry._REGISTRY, "fakebright", entry)
+def fakebright(monkeypatch, tmp_path):
+    """The ``fakebright:<offset>`` scheme, an entry point of a distribution on ``sys.path`` for
+    one test only (a leftover scheme would break tests that check every registered one)."""
+    from benchc_tests.unit.extensions import install
+
+    install(
+        monkeypatch,
+        tmp_path / "ext",
+        {"benchc.backends": {"fakebright": f"{__name__}:_fake_factory"}},
+    )
 
 
 def _pool(n=4):
