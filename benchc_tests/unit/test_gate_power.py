@@ -40,5 +40,9 @@ def test_gate_power_runs_every_zoo_member_through_the_gates(tmp_path):
     reference = next(r for r in rows if r.startswith("| reference (itself)"))
     assert "| 0/2 (0%) |" in reference
     assert "false-alarm budget 0.01" in out.stdout and "gate checks" in out.stdout
-    # the budget counts every gate the cases run (2 cells x 4 gated cell figures, ...)
-    assert "(weighted Bonferroni): cell 8 x z=" in out.stdout
+    # the budget counts every gate the cases run (2 cells x 6 gated cell figures, ...)
+    assert "(weighted Bonferroni): cell 12 x z=" in out.stdout
+    # benign variants: a column of runs left UNRESOLVED, which they must never be
+    benign = [r for r in rows if r.split("|")[2].strip() == "benign"]
+    assert {"attention eager", "re-saved in bfloat16"} <= {r.split("|")[1].strip() for r in benign}
+    assert all(r.split("|")[5].strip().endswith("/2") for r in benign)
