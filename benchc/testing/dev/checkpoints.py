@@ -99,14 +99,8 @@ def perturb_tower(model: Any, strength: float, seed: int = 0) -> None:
 
 
 def _tower_layers(model: Any) -> Any:
-    t = tower(model)
-    for path in ("encoder.layers", "vision_model.encoder.layers", "blocks", "encoder.layer"):
-        obj: Any = t
-        for part in path.split("."):
-            obj = getattr(obj, part, None)
-        if obj is not None:
-            return obj
-    raise ValueError(f"{type(t).__name__}: no encoder layers found")
+    paths = ("encoder.layers", "vision_model.encoder.layers", "blocks", "encoder.layer")
+    return _find(tower(model), paths, "encoder layers")
 
 
 def reinit_tower_layers(model: Any, strength: float, seed: int = 0) -> None:

@@ -41,13 +41,9 @@ PROJECTORS: tuple[str, ...] = (
 
 
 def _projector(model: object) -> object:
-    for path in PROJECTORS:
-        obj: object | None = model
-        for part in path.split("."):
-            obj = getattr(obj, part, None)
-        if obj is not None:
-            return obj
-    raise ValueError(f"{type(model).__name__}: no projector at any of {PROJECTORS}")
+    from benchc.testing.dev.checkpoints import projector
+
+    return projector(model)
 
 
 def vision_ignoring(backend: Backend, scale: float) -> Backend:
