@@ -199,7 +199,17 @@ class CorruptionCache:
 
     def put(self, key: CacheKey, array: np.ndarray) -> Path:
         """Store ``array`` with its pixel checksum, atomically."""
+        data = self._encode(array)
+        return atomic_write(self.path(key), data, mode=0o644)  # the cache is shared
+
+    def store(self, key: CacheKey, array: np.ndarray) -> bytes:
+        """:meth:`put`, returning the file's bytes (what :meth:`read` would return)."""
+        data = self._encode(array)
+        atomic_write(self.path(key), data, mode=0o644)
+        return data
+
+    @staticmethod
+    def _encode(array: np.ndarray) -> bytes:
         if array.ndim != 3 or array.shape[2] != 3 or array.dtype != np.uint8:
             raise ValueError(f"cache entries are (H, W, 3) uint8; got {array.shape} {array.dtype}")
-        data = encode_png(array, {CHECKSUM_CHUNK: pixel_crc(array)})
-        return atomic_write(self.path(key), data, mode=0o644)  # the cache is shared
+        return encode_png(array, {CHECKSUM_CHUNK: pixel_crc(array)})

@@ -384,3 +384,52 @@ def test_bench_pipeline_runs_both_paths_and_prints_their_ratios() -> None:
     for line in ("today  busy", "new    busy", "median of 2 runs", "new/today: busy x"):
         assert line in out, out
     assert "cache entries (any thread)" in out and "once per sample per run" in out
+
+
+class SecondModel(OffCPU):
+    """Another model on the same VSI set (its own fingerprint, so nothing stored is shared but
+    the corruption cache); records the PNG bytes each query carries to a server."""
+
+    def __init__(self, inner: Backend) -> None:
+        super().__init__(inner)
+        self.fingerprint, self.name = inner.fingerprint + "-second", inner.name + "-second"
+        self.sent: list[Query] = []
+
+    def forward(self, queries, **kwargs) -> BatchOutput:
+        self.sent.extend(queries)
+        return super().forward(queries, **kwargs)
+
+
+def test_a_second_models_vsi_run_blurs_nothing(data_dir, tmp_path) -> None:
+    """VSI blurs are content-addressed on the corruption cache: the first model's run blurs
+    each image once (its region and whole-image blur share the pass), a second model's run on
+    the same set reads every blurred image from the cache, bit for bit, and a server is sent the
+    cache's PNG bytes of exactly the pixels the white-box path scores."""
+    from benchc.corruptions import blur_calls
+    from benchc.corruptions.cache import decode_rgb
+    from benchc.suite.vsi import vsi_arrays
+
+    inner = tiny_backend_cached()
+    first = _run(data_dir, tmp_path, inner, "vsi-first")
+    before = blur_calls()
+    expected = vsi_arrays(first)
+    assert blur_calls() - before == len(first.dataset) == 20
+    inputs = first._vsi_inputs(0, 8)
+
+    second_model = SecondModel(inner)
+    second = _run(data_dir, tmp_path, second_model, "vsi-second")
+    assert second.key != first.key
+    before = blur_calls()
+    got = vsi_arrays(second)
+    assert blur_calls() - before == 0
+    for name, array in expected.items():
+        np.testing.assert_array_equal(got[name], array, err_msg=name)
+    again = second._vsi_inputs(0, 8)
+    assert blur_calls() - before == 0
+    for a, b in zip(inputs.blurred + inputs.whole, again.blurred + again.whole, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # the two blurred passes carried their cache files' bytes, the clean pass none
+    assert sum(q.encoded is not None for q in second_model.sent) == 2 * 20
+    for query in second_model.sent:
+        if query.encoded is not None:
+            np.testing.assert_array_equal(decode_rgb(query.encoded), query.image)
