@@ -103,6 +103,7 @@ def cpu_sides(args: argparse.Namespace) -> None:
           f"{this['figures'] / ref_m['figures']:>8.2f} "
           f"{this['figures_again'] / ref_m['figures_again']:>14.2f}")  # fmt: skip
 
+
 ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
