@@ -34,6 +34,7 @@ import json
 import logging
 import math
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -78,14 +79,49 @@ def image_data_url(image: np.ndarray, encoded: bytes | None = None) -> str:
     return Verbatim("data:image/png;base64," + base64.b64encode(encoded).decode("ascii"))
 
 
+#: PNG files of read-only arrays (the suite's prepared images, shared by every condition and
+#: the VSI passes), by ``id``; an entry leaves with its array.
+_ENCODED: dict[int, bytes] = {}
+_encoded_lock = threading.Lock()
+
+
 def png_bytes(image: np.ndarray) -> bytes:
-    """Lossless PNG of an RGB uint8 array, fast compression (the server decodes the same
-    pixels whatever the level)."""
-    buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(
-        buf, format="PNG", compress_level=1
-    )
-    return buf.getvalue()
+    """Lossless PNG of an RGB uint8 array (the server decodes exactly these pixels), written
+    as the corruption cache writes its entries (OpenCV, "Up" filter, fast compression: 9 ms at
+    448 px against Pillow's 15). A read-only array is encoded once per process: a prepared
+    image is sent by the clean condition and the VSI's clean pass."""
+    from benchc.corruptions.cache import encode_png
+
+    image = np.asarray(image)
+    if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+        buf = io.BytesIO()
+        Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(
+            buf, format="PNG", compress_level=1
+        )
+        return buf.getvalue()
+    if image.flags.writeable or not _owns_memory(image):
+        return encode_png(image, {})
+    key = id(image)
+    with _encoded_lock:
+        hit = _ENCODED.get(key)
+    if hit is None:
+        hit = encode_png(image, {})
+        with _encoded_lock:
+            if key not in _ENCODED:
+                _ENCODED[key] = hit
+                weakref.finalize(image, _ENCODED.pop, key, None)
+    return hit
+
+
+def _owns_memory(image: np.ndarray) -> bool:
+    """Whether no writeable array can change ``image``'s pixels under it (it owns its memory,
+    or every array it views is read-only too)."""
+    base = image
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    return True
 
 
 #: Query paths counted in :attr:`OpenAIProxyBackend.path_counts`.
@@ -125,6 +161,17 @@ def token_id(token: str) -> int:
     """A stable int64 id for a served token's text (servers name tokens by text, not id)."""
     digest = hashlib.blake2b(token.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
+
+
+def _owns_memory(image: np.ndarray) -> bool:
+    """Whether no writeable array can change ``image``'s pixels under it (it owns its memory,
+    or every array it views is read-only too)."""
+    base = image
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    return True
 
 
 #: Query paths counted in :attr:`OpenAIProxyBackend.path_counts`.
