@@ -131,7 +131,8 @@ def suite(checkout: Path, url: str, root: Path, tag: str, args, server_pid: int)
            f"--model=openai:bench@{url}", f"--dataset={args.dataset}",
            f"--vsi-dataset={args.vsi_dataset}", f"--image-size={args.image_size}",
            f"--corruptions={args.corruptions}", f"--results-dir={root / f'results-{tag}'}",
-           f"--cache-dir={root / 'cache'}", f"--thresholds-dir={root / f'thresholds-{tag}'}",
+           f"--cache-dir={args.cache_dir or root / 'cache'}",
+           f"--thresholds-dir={root / f'thresholds-{tag}'}",
            "--snapshot-update", "--progress=off"]  # fmt: skip
     if args.profile:
         cmd[1:1] = ["-m", "cProfile", "-o", str(root / f"{tag}.prof")]
@@ -165,6 +166,7 @@ def main() -> None:
     parser.add_argument("--reference", default=None, help="also measure this commit's benchc")
     parser.add_argument("--repeat", type=int, default=1, help="measured runs per side")
     parser.add_argument("--profile", action="store_true", help="cProfile the measured runs")
+    parser.add_argument("--cache-dir", default=None, help="a corruption cache to reuse")
     args = parser.parse_args()
     import bench_client
 

@@ -69,7 +69,7 @@ def jeffreys(counts: np.ndarray, alpha: float = JEFFREYS_ALPHA) -> np.ndarray:
     return np.where(n_valid > 0, p, np.nan)
 
 
-def image_data_url(image: np.ndarray, encoded: bytes | None = None) -> str:
+def image_data_url(image: np.ndarray | None, encoded: bytes | None = None) -> str:
     """A lossless PNG ``data:`` URL of an RGB uint8 array (OpenAI ``image_url`` content).
 
     ``encoded``: the PNG bytes of exactly ``image`` (a corruption-cache file), sent as they are
@@ -209,6 +209,11 @@ SAMPLING_FIXES = (
 )
 
 
+#: How request seeds derive from a query (part of the fingerprint): ``px-crc``, from its pixels'
+#: CRC-32 (before: their sha256, which needed the pixels of every cache file decoded).
+SEED_VERSION = ":px-crc"
+
+
 class OpenAIProxyBackend(Backend):
     """A model served behind ``POST {base_url}/chat/completions``: top-k log-probs first, the
     sampling proxy where they do not give every letter (see the module docstring).
@@ -293,8 +298,10 @@ class OpenAIProxyBackend(Backend):
             extra += f":extra-{digest.hexdigest()[:12]}"
         self.fingerprint = (
             f"openai:{model}@{self.base_url}:n{n_samples}:t{temperature}:{PROMPT_VERSION}:"
-            f"{CHAT_VERSION}:{PARSER_VERSION}:seed{seed}{mode}{extra}"
+            f"{CHAT_VERSION}:{PARSER_VERSION}:seed{seed}{SEED_VERSION}{mode}{extra}"
         )
+
+    reads_files = True  # it sends each query's PNG file; the pixels only seed (their CRC)
 
     @property
     def capabilities(self) -> Capabilities:  # type: ignore[override]
@@ -460,7 +467,8 @@ class OpenAIProxyBackend(Backend):
         """The chat messages of ``query``: the white-box prompt, image as a PNG data URL (the
         cache's own bytes when the image came from it)."""
         text = _format_question(query.question, query.options, query.hint)
-        return chat_messages(text, image_url_part(image_data_url(query.image, query.encoded)))
+        image = query.image if query.encoded is not None else query.pixels()
+        return chat_messages(text, image_url_part(image_data_url(image, query.encoded)))
 
     def request_body(self, query: Query, n: int, seed: int) -> dict:
         """The chat-completions sampling request for one query: every sampling parameter the
@@ -505,10 +513,16 @@ class OpenAIProxyBackend(Backend):
         return replies
 
     def _seed(self, query: Query, attempt: int) -> int:
+        """The request seed of ``query``'s ``attempt``: from the backend's seed, the text and
+        the pixels' CRC-32 (:func:`~benchc.corruptions.cache.pixel_crc`, recorded in a cache
+        file: a query sent from one is never decoded)."""
+        from benchc.corruptions.cache import pixel_crc
+
+        crc = query.pixel_crc if query.pixel_crc is not None else pixel_crc(query.pixels())
         h = hashlib.sha256()
         h.update(f"{self.seed}\0{attempt}\0{query.question}\0{query.hint}\0".encode())
         h.update("\0".join(query.options).encode())
-        h.update(np.ascontiguousarray(query.image).tobytes())
+        h.update(f"\0{crc}".encode())
         return int.from_bytes(h.digest()[:4], "big") >> 1
 
 

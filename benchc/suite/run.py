@@ -189,15 +189,20 @@ class SuiteRun:
 
     def _queries(
         self,
-        images: Sequence[np.ndarray],
+        images: Sequence[np.ndarray | None],
         start: int,
-        encoded: Sequence[bytes | None] | None = None,
+        encoded: Any = None,
     ) -> list[Query]:
         """Queries of rows ``start:start+len(images)``; ``encoded``: each image's PNG file bytes
-        when it came from the corruption cache (sent to servers as they are)."""
+        when it came from the corruption cache (sent to servers as they are), or ``(bytes,
+        pixel CRCs)`` from a files-only read (an image ``None`` is its file, not decoded)."""
+        crcs = None
+        if isinstance(encoded, tuple):
+            encoded, crcs = encoded
         files = encoded if encoded is not None else [None] * len(images)
+        crcs = crcs if crcs is not None else [None] * len(images)
         out = []
-        for offset, (image, png) in enumerate(zip(images, files, strict=True)):
+        for offset, (image, png, crc) in enumerate(zip(images, files, crcs, strict=True)):
             s = self.dataset[start + offset]
             out.append(
                 Query(
@@ -207,6 +212,7 @@ class SuiteRun:
                     hint=s.hint,
                     id=s.id,
                     encoded=png,
+                    pixel_crc=crc,
                 )
             )
         return out
@@ -351,8 +357,9 @@ class SuiteRun:
     def _read(self, key: str, start: int, stop: int) -> tuple[list[np.ndarray], list]:
         """Rows ``start:stop`` under ``key``: the images, and each one's PNG file bytes when it
         was read from the corruption cache (``None`` otherwise)."""
-        images, files = [], []
+        images, files, crcs = [], [], []
         encoded: dict[str, bytes] = {}
+        pixel_crcs: dict[str, str] | None = {} if self.backend.reads_files else None
         for _, by_cond in iter_materialize(
             self._items(start, stop),
             [key],
@@ -362,10 +369,12 @@ class SuiteRun:
             workers=self.corruption_workers,
             encoded=encoded,
             read_threads=1 if self.backend.local_cpu else READ_THREADS,
+            pixel_crcs=pixel_crcs,
         ):
             images.append(by_cond[key])
             files.append(encoded.get(key))
-        return images, files
+            crcs.append(pixel_crcs.get(key) if pixel_crcs is not None else None)
+        return images, (files, crcs)
 
     def start_prefetch(self, keys: Sequence[str]) -> None:
         """Warm the corruption cache for ``keys`` in a background thread, condition by

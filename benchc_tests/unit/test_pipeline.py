@@ -433,3 +433,51 @@ def test_a_second_models_vsi_run_blurs_nothing(data_dir, tmp_path) -> None:
     for query in second_model.sent:
         if query.encoded is not None:
             np.testing.assert_array_equal(decode_rgb(query.encoded), query.image)
+
+
+class FilesOnly(OffCPU):
+    """A backend that reads only files (as a server backend): records what it was sent, and
+    scores the pixels the files hold."""
+
+    reads_files = True
+
+    def __init__(self, inner: Backend) -> None:
+        super().__init__(inner)
+        self.fingerprint, self.name = inner.fingerprint + "-files", inner.name + "-files"
+        self.sent: list[Query] = []
+
+    def forward(self, queries, **kwargs) -> BatchOutput:
+        self.sent.extend(queries)
+        from dataclasses import replace
+
+        return super().forward([replace(q, image=q.pixels()) for q in queries], **kwargs)
+
+    def prepare(self, queries: Sequence[Query]):
+        self.sent.extend(queries)
+        from dataclasses import replace
+
+        return super().prepare([replace(q, image=q.pixels()) for q in queries])
+
+    def length_key(self, query: Query) -> tuple[int, ...]:
+        from dataclasses import replace
+
+        return self.inner.length_key(replace(query, image=query.pixels()))
+
+
+def test_a_files_only_backend_gets_cache_files_undecoded_with_the_same_results(data_dir, tmp_path):
+    from benchc.corruptions.cache import decode_rgb, pixel_crc
+
+    inner = tiny_backend_cached()
+    plain = _run(data_dir, tmp_path, inner, "decoded")
+    expected = {k: plain.condition(k) for k in CONDITIONS}  # fills the cache
+    files = FilesOnly(inner)
+    run = _run(data_dir, tmp_path, files, "files-only")
+    got = {k: run.condition(k) for k in CONDITIONS}
+    run.stop_prefetch()
+    for key in CONDITIONS:
+        np.testing.assert_array_equal(got[key]["option_logits"], expected[key]["option_logits"])
+    corrupted = [q for q in files.sent if q.encoded is not None]
+    assert len(corrupted) == 2 * 20 and all(q.image is None for q in corrupted)
+    for q in corrupted:
+        assert q.pixel_crc == pixel_crc(decode_rgb(q.encoded))
+    assert sum(q.image is not None for q in files.sent) == 20  # the clean condition's pixels
