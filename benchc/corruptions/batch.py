@@ -386,6 +386,7 @@ def iter_materialize(
     encoded: dict[str, bytes] | None = None,
     read_threads: int = 1,
     pixel_crcs: dict[str, str] | None = None,
+    keep: bool = True,
 ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     """Yield ``(sample_id, {condition: (H, W, 3) uint8 array})`` per image, in input order.
 
@@ -399,6 +400,8 @@ def iter_materialize(
     never reads pixels (a server backend): a cache hit whose file checks without decoding
     (:meth:`CorruptionCache.read_file`) is yielded as ``None``, its bytes in ``encoded`` and
     its pixels' CRC-32 in this dict, refilled at each yield like ``encoded``.
+    ``keep=False`` only fills the cache, sample by sample (:func:`prefill` that yields an
+    empty dict per image): an entry present is not read, a missing one is computed.
     """
     _parse_conditions(conditions)  # fail here, not at the first next()
     _check_images(images, workers)
@@ -410,7 +413,7 @@ def iter_materialize(
         cache=cache,
         workers=workers,
         progress=progress,
-        keep=True,
+        keep=keep,
         encoded=encoded,
         read_threads=read_threads,
         pixel_crcs=pixel_crcs,

@@ -407,6 +407,7 @@ class SuiteRun:
                         seed=self.cfg.seed,
                         cache=self.cache,
                         workers=self.corruption_workers,
+                        keep=False,  # fill only: a warm entry is not read (and decoded) here
                     ):
                         if self._stop_prefetch.is_set():
                             return

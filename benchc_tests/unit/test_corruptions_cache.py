@@ -476,3 +476,16 @@ def test_read_file_checks_an_entry_without_decoding_and_refuses_what_it_cannot_c
     assert cache.read_file(key, array.shape) is None
     cache.path(key).write_bytes(good[:-20])  # truncated
     assert cache.read_file(key, array.shape) is None
+
+
+def test_filling_only_reads_no_warm_entry(tmp_path, monkeypatch):
+    """The suite's prefetcher fills the cache sample by sample (iter_materialize keep=False):
+    a missing entry is computed and stored, a present one is neither read nor decoded."""
+    cache = CorruptionCache(tmp_path)
+    conditions = ["gaussian_noise-1", "brightness-2"]
+    kw = dict(image_size=None, seed=0, cache=cache)
+    assert [got for _, got in iter_materialize(images(), conditions, keep=False, **kw)] == [{}] * 3
+    assert len(list(tmp_path.rglob("*.png"))) == 6
+    monkeypatch.setattr(CorruptionCache, "read", lambda *a, **k: pytest.fail("read"))
+    monkeypatch.setattr(batch, "corrupt_array", lambda *a, **k: pytest.fail("computed"))
+    assert len(list(iter_materialize(images(), conditions, keep=False, **kw))) == 3
