@@ -1,21 +1,39 @@
-"""The served path through the whole suite against the client alone, in one run.
+"""The served path through the whole suite at real image sizes, with the CPU split by process.
 
-A loopback server that answers at once (``bench_client.py``'s) stands in for a GPU fleet. The
-whole default suite (``pytest benchc_tests/suite``: every cell, family, model and VSI case on the
-embedded testbed and VSI set, thresholds recorded into a temporary folder) runs against it from
-a warm corruption cache; then ``bench_client.py``'s own path (``SuiteRun.condition`` alone, 448 px)
-on the same server. Prints requests/s of each, and with ``--profile`` where the suite's seconds
-go beyond the requests (cProfile of the suite process, benchc's functions by cumulative time).
+A loopback OpenAI-compatible server that answers at once (``bench_client.py``'s, in its own
+process) stands in for a GPU fleet. The whole suite (``pytest benchc_tests/suite``: every cell,
+family, model and VSI case of the chosen corruptions, thresholds recorded into a temporary
+folder) runs against it twice from the same corruption cache; the second run is measured:
 
-    python benchmarks/bench_served_suite.py [--profile]
+- requests/s end to end (pytest's start-up, collection, metrics, gates included);
+- benchc's own CPU per request: user + system of the pytest process tree (``RUSAGE_CHILDREN``
+  of this driver: pytest and every process it waited for);
+- the server's CPU per request, apart (``/proc/<pid>/stat`` of the server process).
+
+Images: by default real photographs, not synthetic squares. Nothing is downloaded: the
+photographs bundled with installed packages (scikit-learn's ``china.jpg`` and ``flower.jpg``,
+matplotlib's ``grace_hopper.jpg``, and scikit-image's photographs when it is installed) are cut
+into ``--samples`` random crops (aspect 0.5-2, 640 px on the longer side, JPEG quality 92), each
+given a synthetic testbed question and its region scaled onto the crop; the suite prepares them
+at ``--image-size``. The same set is the VSI set. ``--dataset`` (and ``--vsi-dataset``) run on
+other data instead.
+
+``--reference COMMIT`` runs the same measurement with that commit's benchc (checked out with
+``git worktree add`` into a temporary folder) in the same invocation, interleaved, and prints
+the ratios.
+
+    python benchmarks/bench_served_suite.py --image-size 448 [--reference HEAD~1] [--repeat 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import multiprocessing as mp
 import os
 import re
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,40 +45,128 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
-def suite(url: str, root: Path, tag: str, profile: Path | None) -> tuple[float, int, str]:
-    """(wall seconds, requests, output) of the whole suite against ``url``."""
-    cmd = [sys.executable]
-    if profile is not None:
-        cmd += ["-m", "cProfile", "-o", str(profile)]
-    cmd += [
-        "-m",
-        "pytest",
-        "benchc_tests/suite",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        f"--model=openai:bench@{url}",
-        f"--results-dir={root / f'results-{tag}'}",
-        f"--cache-dir={root / 'cache'}",
-        f"--thresholds-dir={root / f'thresholds-{tag}'}",
-        "--snapshot-update",
-        "--progress=off",
-    ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    began = time.perf_counter()
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+# -- photographs -----------------------------------------------------------------------------
+def photo_sources() -> list[tuple[str, object]]:
+    """(name, RGB uint8 array) of every real photograph bundled with an installed package."""
+    import numpy as np
+    from PIL import Image
+
+    out: list[tuple[str, object]] = []
+    try:
+        from sklearn.datasets import load_sample_images
+
+        bunch = load_sample_images()
+        for name, image in zip(bunch.filenames, bunch.images, strict=True):
+            out.append((f"scikit-learn {Path(name).name}", np.asarray(image)[:, :, :3]))
+    except ImportError:
+        pass
+    import matplotlib.cbook
+
+    with matplotlib.cbook.get_sample_data("grace_hopper.jpg") as fh:
+        out.append(("matplotlib grace_hopper.jpg", np.asarray(Image.open(fh).convert("RGB"))))
+    try:
+        import skimage.data
+
+        for name in ("astronaut", "chelsea", "coffee", "rocket", "cat"):
+            out.append((f"scikit-image {name}", getattr(skimage.data, name)()[:, :, :3]))
+    except ImportError:
+        pass
+    return out
+
+
+def make_photo_dataset(folder: Path, n: int, side: int = 640, seed: int = 0) -> list[str]:
+    """A JSONL dataset of ``n`` samples whose images are crops of the bundled photographs
+    (see the module docstring); returns the photographs' names."""
+    from dataclasses import replace
+
+    import numpy as np
+    from PIL import Image
+
+    from benchc.data import save_jsonl
+    from benchc.data.synthetic import generate
+
+    sources = photo_sources()
+    rng = np.random.default_rng(seed)
+    samples = []
+    for i, s in enumerate(generate(n, 3)):
+        src = sources[i % len(sources)][1]
+        h, w = src.shape[:2]
+        aspect = float(np.exp(rng.uniform(np.log(0.5), np.log(2.0))))
+        ch = min(h, int(w / aspect))
+        cw = min(w, int(ch * aspect))
+        y, x = int(rng.integers(0, h - ch + 1)), int(rng.integers(0, w - cw + 1))
+        crop = Image.fromarray(np.ascontiguousarray(src[y : y + ch, x : x + cw]))
+        scale = side / max(crop.size)
+        crop = crop.resize((round(crop.width * scale), round(crop.height * scale)))
+        buf = io.BytesIO()
+        crop.save(buf, "JPEG", quality=92)
+        meta = dict(s.meta)
+        if "region" in meta:  # the question's region, scaled onto the photograph
+            with Image.open(io.BytesIO(s.image_bytes)) as syn:
+                sw, sh = syn.size
+            x0, y0, x1, y1 = meta["region"]
+            fx, fy = crop.width / sw, crop.height / sh
+            x1, y1 = min(crop.width, int(x1 * fx) + 1), min(crop.height, int(y1 * fy) + 1)
+            meta["region"] = [int(x0 * fx), int(y0 * fy), x1, y1]
+        samples.append(replace(s, image_bytes=buf.getvalue(), meta=meta))
+    save_jsonl(samples, folder)
+    return [name for name, _ in sources]
+
+
+# -- one measured suite run ------------------------------------------------------------------
+def proc_cpu_s(pid: int) -> float:
+    """User + system seconds of process ``pid`` so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def suite(checkout: Path, url: str, root: Path, tag: str, args, server_pid: int) -> dict:
+    """One whole-suite run of ``checkout``'s benchc against ``url``: wall, requests, CPU."""
+    cmd = [sys.executable, "-m", "pytest", "benchc_tests/suite", "-q", "-p", "no:cacheprovider",
+           f"--model=openai:bench@{url}", f"--dataset={args.dataset}",
+           f"--vsi-dataset={args.vsi_dataset}", f"--image-size={args.image_size}",
+           f"--corruptions={args.corruptions}", f"--results-dir={root / f'results-{tag}'}",
+           f"--cache-dir={args.cache_dir or root / 'cache'}",
+           f"--thresholds-dir={root / f'thresholds-{tag}'}",
+           "--snapshot-update", "--progress=off"]  # fmt: skip
+    if args.profile:
+        cmd[1:1] = ["-m", "cProfile", "-o", str(root / f"{tag}.prof")]
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    cpu0, server0, began = children_cpu_s(), proc_cpu_s(server_pid), time.perf_counter()
+    done = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - began
+    cpu, server = children_cpu_s() - cpu0, proc_cpu_s(server_pid) - server0
     out = done.stdout + done.stderr
     found = re.search(r"queries scored (\d+) by", out)
     if done.returncode not in (0, 1) or found is None:
         sys.exit(f"suite run failed ({done.returncode}):\n{out[-3000:]}")
-    return wall, int(found.group(1)), out
+    n = int(found.group(1))
+    return {"wall": wall, "n": n, "rps": n / wall, "cpu_ms": 1000 * cpu / n,
+            "server_ms": 1000 * server / n}  # fmt: skip
+
+
+def checkout_ref(ref: str, into: Path) -> Path:
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(into), ref],
+                   check=True, capture_output=True)  # fmt: skip
+    return into
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--profile", action="store_true", help="cProfile the suite process")
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--image-size", type=int, default=448)
+    parser.add_argument("--dataset", default=None, help="default: the bundled photographs")
+    parser.add_argument("--vsi-dataset", default=None, help="default: --dataset")
+    parser.add_argument("--samples", type=int, default=100, help="photographs to cut")
+    parser.add_argument("--corruptions", default="noise", help="the suite's --corruptions")
+    parser.add_argument("--reference", default=None, help="also measure this commit's benchc")
+    parser.add_argument("--repeat", type=int, default=1, help="measured runs per side")
+    parser.add_argument("--profile", action="store_true", help="cProfile the measured runs")
+    parser.add_argument("--cache-dir", default=None, help="a corruption cache to reuse")
     args = parser.parse_args()
     import bench_client
 
@@ -72,47 +178,44 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
-            print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.2f}")
-            suite(url, root, "warm", None)  # fills the corruption cache; not measured
-            profile = root / "suite.prof" if args.profile else None
-            load = os.getloadavg()[0]
-            wall, n, _ = suite(url, root, "measured", profile)
-            print(
-                f"whole suite:  {n} requests in {wall:6.1f} s = {n / wall:6.1f} requests/s "
-                f"(process start, collection, metrics, gates, report included; load {load:.1f})"
-            )
-            conditions = [f"gaussian_noise-{s}" for s in (1, 2, 3, 4, 5)]
-            from benchc.corruptions import CorruptionCache, prefill
-            from benchc.data.loaders import load_dataset
-
-            ds = load_dataset(bench_client.TESTBED)
-            prefill(
-                [(s.id, s.image()) for s in ds],
-                conditions,
-                image_size=bench_client.IMAGE_SIZE,
-                seed=0,
-                cache=CorruptionCache(root / "cache"),
-                workers=os.cpu_count() or 1,
-            )
-            bench_client.new_path(url, root, conditions[:1], args.concurrency, "client-warm")
-            n_client = len(ds) * len(conditions)
-            began = time.perf_counter()
-            bench_client.new_path(url, root, conditions, args.concurrency, "client")
-            client_wall = time.perf_counter() - began
-            print(
-                f"client alone: {n_client} requests in {client_wall:6.1f} s = "
-                f"{n_client / client_wall:6.1f} requests/s (bench_client.py's path, 448 px)"
-            )
-            print(f"suite / client: {(n / wall) / (n_client / client_wall):.2f}")
-            if profile is not None:
+            if args.dataset is None:
+                names = make_photo_dataset(root / "photos", args.samples)
+                args.dataset = str(root / "photos")
+                print(f"dataset: {args.samples} crops of {len(names)} bundled photographs "
+                      f"({', '.join(names)})")  # fmt: skip
+            args.vsi_dataset = args.vsi_dataset or args.dataset
+            sides = {"this checkout": ROOT}
+            if args.reference:
+                sides[f"reference {args.reference}"] = checkout_ref(args.reference, root / "ref")
+            print(f"cores {os.cpu_count()}, image size {args.image_size}, corruptions "
+                  f"{args.corruptions}, load {os.getloadavg()[0]:.2f}, a loopback server "
+                  "answering at once (its own process)")  # fmt: skip
+            for label, path in sides.items():  # fills the corruption cache; not measured
+                suite(path, url, root, f"warm-{len(label)}", args, server.pid)
+            got: dict[str, list[dict]] = {k: [] for k in sides}
+            for r in range(args.repeat):
+                for k, (label, path) in enumerate(sides.items()):
+                    got[label].append(suite(path, url, root, f"m{r}-{k}", args, server.pid))
+            print(f"{'side':<28} {'requests':>8} {'wall s':>7} {'requests/s':>10} "
+                  f"{'benchc CPU ms/req':>18} {'server CPU ms/req':>18}")  # fmt: skip
+            med = {}
+            for label, runs in got.items():
+                m = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+                med[label] = m
+                print(f"{label:<28} {m['n']:>8.0f} {m['wall']:>7.1f} {m['rps']:>10.1f} "
+                      f"{m['cpu_ms']:>18.2f} {m['server_ms']:>18.2f}")  # fmt: skip
+            if len(med) == 2:
+                this, ref = med.values()
+                print(f"{'this / reference':<28} {'':>8} {'':>7} {this['rps'] / ref['rps']:>10.2f} "
+                      f"{this['cpu_ms'] / ref['cpu_ms']:>18.2f}")  # fmt: skip
+            if args.profile:
                 import pstats
 
-                stats = pstats.Stats(str(profile))
-                stats.sort_stats("cumulative").print_stats(
-                    r"benchc[/\\](suite|metrics|models|"
-                    r"corruptions|gates|report)",
-                    30,
-                )
+                stats = pstats.Stats(str(root / "m0-0.prof"))
+                stats.sort_stats("cumulative").print_stats(40)
+            if args.reference:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                                str(root / "ref")], check=False, capture_output=True)  # fmt: skip
     finally:
         server.terminate()
         server.join(5)

@@ -22,16 +22,27 @@ from benchc.corruptions.engine import (
 )
 from benchc.corruptions.locate import LOCATORS, ForegroundLocator, RegionLocator, resolve_locator
 from benchc.corruptions.seeding import derive_seed
-from benchc.corruptions.vsi import region_blur, region_mask, scale_region, whole_blur
+from benchc.corruptions.vsi import (
+    BlurKey,
+    blur_calls,
+    cached_blur,
+    region_blur,
+    region_mask,
+    scale_region,
+    whole_blur,
+)
 
 __all__ = [
     "ENGINE_VERSION",
     "LOCATORS",
     "READ_THREADS",
+    "BlurKey",
     "CacheKey",
     "CorruptionCache",
     "ForegroundLocator",
     "RegionLocator",
+    "blur_calls",
+    "cached_blur",
     "content_hash",
     "corrupt",
     "corrupt_array",

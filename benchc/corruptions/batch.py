@@ -223,12 +223,15 @@ def _look_up(
     seed: int,
     cache: CorruptionCache | None,
     keep: bool,
+    files_only: bool = False,
 ) -> tuple[str, np.ndarray, dict, dict, list]:
-    """Prepare one image and read its cache hits: the arrays, their PNG bytes, the rest."""
+    """Prepare one image and read its cache hits: the arrays, their PNG bytes, the rest.
+    ``files_only``: a hit whose file checks without decoding is ``None`` in the arrays, and
+    its PNG bytes come with its pixels' CRC-32 (``(bytes, crc)``)."""
     sample_id, image = item
     array = prepare(image, image_size, what=f"sample {sample_id!r}")
-    got: dict[str, np.ndarray] = {}
-    png: dict[str, bytes] = {}
+    got: dict[str, np.ndarray | None] = {}
+    png: dict[str, bytes | tuple[bytes, str]] = {}
     jobs = []
     content = known_hash(array) if cache is not None else ""
     for key, name, severity in parsed:
@@ -238,6 +241,11 @@ def _look_up(
         ckey = None
         if cache is not None:
             ckey = CacheKey(content, image_size, name, severity, seed, str(sample_id))
+            if keep and files_only:
+                checked = cache.read_file(ckey, array.shape)
+                if checked is not None:
+                    got[key], png[key] = None, checked
+                    continue
             if keep:
                 hit = cache.read(ckey, array.shape)
                 if hit is not None:
@@ -286,6 +294,7 @@ def _generate(
     counts: dict[str, int] | None = None,
     encoded: dict[str, bytes] | None = None,
     read_threads: int = 1,
+    pixel_crcs: dict[str, str] | None = None,
 ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     """The shared engine of :func:`iter_materialize` (``keep``) and :func:`prefill` (not).
 
@@ -308,15 +317,22 @@ def _generate(
     pending = deque()
     in_flight = 0
     look_up = partial(
-        _look_up, parsed=parsed, image_size=image_size, seed=seed, cache=cache, keep=keep
-    )
+        _look_up, parsed=parsed, image_size=image_size, seed=seed, cache=cache, keep=keep,
+        files_only=pixel_crcs is not None and encoded is not None,
+    )  # fmt: skip
 
     def done(
-        sid: str, got: dict[str, np.ndarray], png: dict[str, bytes]
+        sid: str, got: dict[str, np.ndarray], png: dict[str, bytes | tuple[bytes, str]]
     ) -> tuple[str, dict[str, np.ndarray]]:
         if encoded is not None:
             encoded.clear()
-            encoded.update(png)
+            if pixel_crcs is not None:
+                pixel_crcs.clear()
+            for key, value in png.items():
+                if isinstance(value, tuple):
+                    encoded[key], pixel_crcs[key] = value  # type: ignore[index]
+                else:
+                    encoded[key] = value
         return sid, ({key: got[key] for key, _, _ in parsed} if keep else {})
 
     def drain(block_until: int) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
@@ -369,6 +385,8 @@ def iter_materialize(
     progress: bool = False,
     encoded: dict[str, bytes] | None = None,
     read_threads: int = 1,
+    pixel_crcs: dict[str, str] | None = None,
+    keep: bool = True,
 ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     """Yield ``(sample_id, {condition: (H, W, 3) uint8 array})`` per image, in input order.
 
@@ -378,6 +396,12 @@ def iter_materialize(
     ``encoded``: a dict refilled at each yield with ``{condition: PNG bytes}`` of the conditions
     read from the cache (the file's bytes, which a server backend sends without re-encoding).
     ``read_threads`` > 1 prepares images and reads cache hits in that many threads ahead.
+    ``pixel_crcs`` (with ``encoded``): files only, for a reader that sends the files and
+    never reads pixels (a server backend): a cache hit whose file checks without decoding
+    (:meth:`CorruptionCache.read_file`) is yielded as ``None``, its bytes in ``encoded`` and
+    its pixels' CRC-32 in this dict, refilled at each yield like ``encoded``.
+    ``keep=False`` only fills the cache, sample by sample (:func:`prefill` that yields an
+    empty dict per image): an entry present is not read, a missing one is computed.
     """
     _parse_conditions(conditions)  # fail here, not at the first next()
     _check_images(images, workers)
@@ -389,9 +413,10 @@ def iter_materialize(
         cache=cache,
         workers=workers,
         progress=progress,
-        keep=True,
+        keep=keep,
         encoded=encoded,
         read_threads=read_threads,
+        pixel_crcs=pixel_crcs,
     )
 
 

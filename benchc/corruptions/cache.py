@@ -37,6 +37,12 @@ from .engine import ENGINE_VERSION, library_version
 CHECKSUM_CHUNK = "benchc-crc32"
 #: PNG text chunk holding the sha256 of the entry's pixels (entries written before).
 SHA256_CHUNK = "benchc-sha256"
+#: PNG text chunk holding the CRC-32 of the entry's compressed pixel stream (its IDAT chunks'
+#: data, as written): a reader that sends the file and needs no pixels checks it instead of
+#: decoding (the same stream decodes to the same pixels, those :data:`CHECKSUM_CHUNK` names).
+STREAM_CHUNK = "benchc-idat-crc32"
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def pixel_digest(array: np.ndarray) -> str:
@@ -83,6 +89,34 @@ def decode_rgb(data: bytes) -> np.ndarray | None:
     return rgb
 
 
+def png_chunks(data: bytes) -> list[tuple[bytes, memoryview, int]] | None:
+    """A PNG file's chunks as (type, data, recorded CRC), or None when it is not one."""
+    if not data.startswith(_PNG_SIGNATURE):
+        return None
+    view, pos, out = memoryview(data), 8, []
+    while pos + 12 <= len(data):
+        (length,) = struct.unpack_from(">I", data, pos)
+        end = pos + 8 + length
+        if end + 4 > len(data):
+            return None
+        kind = bytes(view[pos + 4 : pos + 8])
+        (crc,) = struct.unpack_from(">I", data, end)
+        out.append((kind, view[pos + 8 : end], crc))
+        pos = end + 4
+        if kind == b"IEND":
+            return out
+    return None
+
+
+def stream_crc(chunks: list[tuple[bytes, memoryview, int]]) -> str:
+    """CRC-32 of the concatenated IDAT data of ``chunks``, as 8 hex digits."""
+    crc = 0
+    for kind, body, _ in chunks:
+        if kind == b"IDAT":
+            crc = zlib.crc32(body, crc)
+    return f"{crc:08x}"
+
+
 def encode_png(array: np.ndarray, text: dict[str, str]) -> bytes:
     """A lossless RGB PNG of ``array`` whose rows all use the "Up" filter (fast to decode), with
     ``text`` as tEXt chunks after the header. OpenCV writes the pixels (Pillow cannot be told a
@@ -96,7 +130,13 @@ def encode_png(array: np.ndarray, text: dict[str, str]) -> bytes:
     ok, buf = cv2.imencode(".png", np.ascontiguousarray(array[:, :, ::-1]), params)  # BGR in
     if not ok:
         raise ValueError(f"cannot encode a {array.shape} image as PNG")
-    data = buf.tobytes()
+    return with_text(buf.tobytes(), text)
+
+
+def with_text(data: bytes, text: dict[str, str]) -> bytes:
+    """The PNG file ``data`` with ``text`` as tEXt chunks after its header."""
+    if not text:
+        return data
     header_end = 8 + 8 + 13 + 4  # signature, IHDR length + type, IHDR data, CRC
     chunks = []
     for key, value in text.items():
@@ -197,9 +237,52 @@ class CorruptionCache:
             return None
         return array, data
 
+    def read_file(self, key: CacheKey, shape: tuple[int, ...]) -> tuple[bytes, str] | None:
+        """The cached PNG file's bytes and its pixels' CRC-32 (:func:`pixel_crc`), checked
+        without decoding the pixels: an 8-bit RGB file of ``shape`` whose compressed stream is
+        the one written (:data:`STREAM_CHUNK`); ``None`` otherwise (a miss, or an entry
+        written before the stream's CRC was recorded: :meth:`read` checks it by its pixels).
+        For a server backend, which sends the file as it is and never reads the pixels."""
+        try:
+            data = self.path(key).read_bytes()
+        except OSError:
+            return None
+        chunks = png_chunks(data)
+        if not chunks or chunks[0][0] != b"IHDR" or len(chunks[0][1]) != 13:
+            return None
+        ihdr = chunks[0][1]
+        if zlib.crc32(b"IHDR" + bytes(ihdr)) != chunks[0][2]:
+            return None
+        w, h, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", ihdr)
+        if (h, w, 3) != tuple(shape) or depth != 8 or colour != 2 or interlace != 0:
+            return None
+        text = {}
+        for kind, body, crc in chunks:
+            if kind == b"tEXt" and zlib.crc32(b"tEXt" + bytes(body)) == crc:
+                name, _, value = bytes(body).partition(b"\0")
+                text[name.decode("latin-1")] = value.decode("latin-1")
+        pixels, stream = text.get(CHECKSUM_CHUNK), text.get(STREAM_CHUNK)
+        if pixels is None or stream is None or stream != stream_crc(chunks):
+            return None
+        return data, pixels
+
     def put(self, key: CacheKey, array: np.ndarray) -> Path:
         """Store ``array`` with its pixel checksum, atomically."""
+        data = self._encode(array)
+        return atomic_write(self.path(key), data, mode=0o644)  # the cache is shared
+
+    def store(self, key: CacheKey, array: np.ndarray) -> bytes:
+        """:meth:`put`, returning the file's bytes (what :meth:`read` would return)."""
+        data = self._encode(array)
+        atomic_write(self.path(key), data, mode=0o644)
+        return data
+
+    @staticmethod
+    def _encode(array: np.ndarray) -> bytes:
         if array.ndim != 3 or array.shape[2] != 3 or array.dtype != np.uint8:
             raise ValueError(f"cache entries are (H, W, 3) uint8; got {array.shape} {array.dtype}")
-        data = encode_png(array, {CHECKSUM_CHUNK: pixel_crc(array)})
-        return atomic_write(self.path(key), data, mode=0o644)  # the cache is shared
+        data = encode_png(array, {})
+        chunks = png_chunks(data)
+        assert chunks is not None
+        text = {CHECKSUM_CHUNK: pixel_crc(array), STREAM_CHUNK: stream_crc(chunks)}
+        return with_text(data, text)

@@ -3,15 +3,42 @@
 The blur uses kernel size 4 sigma + 1 (radius round(2 sigma)), reflect borders, and is computed on
 the whole image so pixels near the region edge see their true neighbours; only pixels inside the
 region dilated by ``dilate`` px (Euclidean) are replaced, every other pixel is copied unchanged.
+
+Blurred images are content-addressed on the corruption cache (:func:`cached_blur`): the key names
+the prepared image's pixels, the region as applied, sigma, the dilation and the blur's own version
+(with scipy's), so a second model on the same VSI set and image size reads them and blurs nothing.
+A region blur and the whole-image blur of one image share one Gaussian pass.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import numpy as np
+import scipy
 from PIL import Image
 from scipy import ndimage
 
 from benchc.spec import VSI_DILATE_PX, VSI_SIGMA
+
+if TYPE_CHECKING:
+    from benchc.corruptions.cache import CorruptionCache
+
+#: Version of the blur's definition (docs/spec.md §5); part of every cached blur's key.
+BLUR_VERSION = "vsi-blur-1"
+
+_blur_lock = threading.Lock()
+_blur_calls = 0
+
+
+def blur_calls() -> int:
+    """Gaussian passes this process has computed so far (a cache hit computes none)."""
+    return _blur_calls
+
 
 #: A box ``(x0, y0, x1, y1)`` (x1, y1 exclusive) or a bool mask ``(H, W)``.
 Region = tuple[int, int, int, int] | np.ndarray
@@ -32,6 +59,9 @@ def _check_image(image_array: np.ndarray) -> None:
 def _blurred(image_array: np.ndarray, sigma: float) -> np.ndarray:
     if not np.isfinite(sigma) or sigma <= 0:
         raise ValueError(f"blur sigma must be a positive number; got {sigma!r}")
+    global _blur_calls
+    with _blur_lock:
+        _blur_calls += 1
     radius = max(1, round(2 * sigma))  # kernel size 2 * radius + 1 = 4 sigma + 1
     out = ndimage.gaussian_filter(
         image_array.astype(np.float64), sigma=sigma, radius=radius, axes=(0, 1), mode="reflect"
@@ -85,9 +115,90 @@ def region_blur(
     """Blur the pixels inside ``region`` (array pixel coordinates) dilated by ``dilate`` px."""
     _check_image(image_array)
     mask = region_mask(region, image_array.shape[:2], dilate=dilate)
+    return _composite(image_array, _blurred(image_array, float(sigma)), mask)
+
+
+def _composite(image_array: np.ndarray, blurred: np.ndarray, mask: np.ndarray) -> np.ndarray:
     out = image_array.copy()
-    out[mask] = _blurred(image_array, float(sigma))[mask]
+    out[mask] = blurred[mask]
     return out
+
+
+def region_digest(region: Region) -> str:
+    """The identity of a region as applied (after :func:`scale_region`): a box's integer corners,
+    or a mask's shape and bits."""
+    if isinstance(region, np.ndarray):
+        h = hashlib.blake2b(repr(("mask", region.shape)).encode(), digest_size=16)
+        h.update(np.packbits(np.ascontiguousarray(region, dtype=bool)).tobytes())
+        return h.hexdigest()
+    return repr(("box", _box(region)))
+
+
+@dataclass(frozen=True)
+class BlurKey:
+    """Identity of one blurred image on the corruption cache (:class:`CorruptionCache` takes
+    any key with a ``digest``). ``content``: :func:`benchc.corruptions.content_hash` of the
+    prepared image; ``region``: :func:`region_digest`, ``None`` for the whole-image blur."""
+
+    content: str
+    region: str | None
+    sigma: float
+    dilate: int
+
+    def digest(self) -> str:
+        payload = json.dumps(
+            [
+                BLUR_VERSION,
+                scipy.__version__,
+                self.content,
+                self.region,
+                float(self.sigma),
+                int(self.dilate) if self.region is not None else None,
+            ]
+        )
+        return hashlib.blake2b(payload.encode("utf-8"), digest_size=20).hexdigest()
+
+
+def cached_blur(
+    image_array: np.ndarray,
+    region: Region | None,
+    cache: CorruptionCache | None,
+    *,
+    sigma: float = VSI_SIGMA,
+    dilate: int = VSI_DILATE_PX,
+    content: str | None = None,
+) -> tuple[np.ndarray, bytes | None]:
+    """:func:`region_blur` (``region`` given) or :func:`whole_blur` (``None``) of a prepared
+    image, read from ``cache`` when an earlier run (any model) stored it, else computed and
+    stored; bit for bit what the uncached functions return. Returns the read-only pixels and the
+    PNG file's bytes they are (sent to a server as they are); ``cache=None``: no cache, no
+    bytes. ``content``: the image's content hash when the caller knows it."""
+    _check_image(image_array)
+    if cache is None:
+        if region is None:
+            return whole_blur(image_array, sigma), None
+        return region_blur(image_array, region, sigma=sigma, dilate=dilate), None
+    from benchc.corruptions.batch import known_hash
+
+    content = content if content is not None else known_hash(image_array)
+    shape = image_array.shape
+    if region is None:
+        key = BlurKey(content, None, float(sigma), 0)
+        hit = cache.read(key, shape)
+        if hit is not None:
+            return hit
+        out = _blurred(image_array, float(sigma))
+    else:
+        mask = region_mask(region, shape[:2], dilate=dilate)  # checks the region first
+        key = BlurKey(content, region_digest(region), float(sigma), int(dilate))
+        hit = cache.read(key, shape)
+        if hit is not None:
+            return hit
+        whole, _ = cached_blur(image_array, None, cache, sigma=sigma, content=content)
+        out = _composite(image_array, whole, mask)
+    data = cache.store(key, out)
+    out.flags.writeable = False
+    return out, data
 
 
 def _box(region: object) -> tuple[int, int, int, int]:

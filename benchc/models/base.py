@@ -19,9 +19,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Query:
-    """One model input: an RGB uint8 image (H, W, 3), the question and its options."""
+    """One model input: an RGB uint8 image (H, W, 3), the question and its options.
 
-    image: np.ndarray
+    A query built for a backend that reads only files (:attr:`Backend.reads_files`: a server)
+    may carry ``image=None`` with ``encoded`` and ``pixel_crc`` set: the cache file, checked
+    without decoding (:meth:`benchc.corruptions.CorruptionCache.read_file`); :meth:`pixels`
+    decodes it where the pixels are needed after all."""
+
+    image: np.ndarray | None
     question: str
     options: tuple[str, ...]
     hint: str | None = None
@@ -30,6 +35,18 @@ class Query:
     #: The PNG file bytes of exactly ``image`` when it was read from one (the corruption
     #: cache): a server backend sends them as they are instead of encoding the pixels again.
     encoded: bytes | None = field(default=None, repr=False, compare=False)
+    #: :func:`benchc.corruptions.cache.pixel_crc` of the pixels, when the cache recorded it.
+    pixel_crc: str | None = field(default=None, repr=False, compare=False)
+
+    def pixels(self) -> np.ndarray:
+        """The (H, W, 3) uint8 pixels: ``image``, or ``encoded`` decoded."""
+        if self.image is not None:
+            return self.image
+        from benchc.corruptions.cache import decode_rgb
+
+        if self.encoded is None or (decoded := decode_rgb(self.encoded)) is None:
+            raise ValueError(f"query {self.id!r} carries neither pixels nor a PNG file")
+        return decoded
 
 
 @dataclass(frozen=True)
@@ -128,6 +145,10 @@ class Backend(ABC):
         Black-box backends have no vision tower and raise ``NotImplementedError``.
         """
         raise NotImplementedError(f"{type(self).__name__} exposes no vision tower")
+
+    #: Whether ``forward`` needs only each query's PNG file (:attr:`Query.encoded`) and never
+    #: its pixels: then the suite sends cache hits without decoding them (a server backend).
+    reads_files: ClassVar[bool] = False
 
     @property
     def local_cpu(self) -> bool:

@@ -8,8 +8,13 @@ overlaid dashed, so a figure and ``report.json`` cannot disagree. Output is dete
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import math
+import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -71,8 +76,16 @@ def _subplots(nrows: int, ncols: int, figsize: tuple[float, float], **kw: Any) -
 
 
 def _svg(fig: Any, salt: str) -> str:
-    """The figure as an inline ``<svg>`` element (no XML prolog), deterministic."""
+    """The figure as an inline ``<svg>`` element (no XML prolog), deterministic, cropped to
+    everything drawn (``bbox_inches="tight"``'s box) so no label is clipped.
+
+    Drawn once: ``savefig(bbox_inches="tight")`` draws a laid-out figure twice (a dry pass for
+    the layout and the box, then the SVG); here the constrained layout runs inside the one SVG
+    draw, the box is measured on that layout, and the ``<svg>`` element's viewport is set to it
+    (with the figure's face colour behind it, as a cropped figure has)."""
     import matplotlib
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+    from matplotlib.colors import to_hex
 
     keep = _KEEP.get()
     if keep is not None:
@@ -80,15 +93,40 @@ def _svg(fig: Any, salt: str) -> str:
         return ""
     plt = _plt()
     buf = io.StringIO()
+    drawn_with = []
+    draw = fig.draw
+
+    def draw_and_keep(renderer: Any) -> None:
+        drawn_with.append(renderer)
+        draw(renderer)
+
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"benchc-{salt}"}):
-        fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
+        fig.draw = draw_and_keep
+        try:  # the layout engine runs inside this draw
+            FigureCanvasSVG(fig).print_svg(buf, metadata={"Date": None})
+        finally:
+            del fig.draw
+        fig.set_layout_engine("none")  # laid out: measuring the box must not move anything
+        box = fig.get_tightbbox(drawn_with[0]).padded(matplotlib.rcParams["savefig.pad_inches"])
+        height = fig.get_figheight()
     plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg") :]
     start, end = text.find("<metadata>"), text.find("</metadata>")
     if start >= 0 and end > start:  # RDF boilerplate: bytes, and URLs a browser never needs
         text = text[:start] + text[end + len("</metadata>") :]
-    return text
+    x, y = 72 * box.x0, 72 * (height - box.y1)  # points, the SVG's y axis pointing down
+    w, h = 72 * box.width, 72 * box.height
+    head_end = text.index(">") + 1
+    head = re.sub(
+        r' width="[^"]*" height="[^"]*" viewBox="[^"]*"',
+        f' width="{w:g}pt" height="{h:g}pt" viewBox="{x:g} {y:g} {w:g} {h:g}"',
+        text[:head_end],
+        count=1,
+    )
+    face = to_hex(fig.get_facecolor(), keep_alpha=True)
+    backdrop = f'\n <rect x="{x:g}" y="{y:g}" width="{w:g}" height="{h:g}" style="fill: {face}"/>'
+    return head + backdrop + text[head_end:]
 
 
 def _style(i: int) -> dict[str, Any]:
@@ -197,7 +235,7 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
                         text += f"\n{cell_text(d, signed=True)}"
                 colour = "black" if math.isnan(v) else ink(im.cmap(im.norm(v)))
                 ax.text(j, r, text, ha="center", va="center", fontsize=HEAT_LABEL_PT,
-                        color=colour, linespacing=1.0)  # fmt: skip
+                        color=colour, linespacing=1.0, in_layout=False)  # fmt: skip
                 st = status.get(key) if p == 0 else None
                 if st in ("fail", "improved"):
                     ax.add_patch(
@@ -326,7 +364,8 @@ def family_matrix(
                 v = m[r, j]
                 if not math.isnan(v):
                     ax.text(j, r, cell_text(v, signed=True), ha="center", va="center",
-                            fontsize=TICK_PT, color=ink(im.cmap(im.norm(v))))  # fmt: skip
+                            fontsize=TICK_PT, color=ink(im.cmap(im.norm(v))),
+                            in_layout=False)  # fmt: skip
         ax.set_gid(f"family-{fig_name}-{k}")
         ax.set_xticks(range(len(sevs)), [str(x) for x in sevs])
         ax.set_yticks(range(len(fams)), fams if p == 0 else [""] * len(fams))
@@ -700,10 +739,36 @@ PLOTS: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
 }
 
 
+#: Figures drawn in this process, by figure id and the digest of what they read of the document
+#: (least recently used dropped first): a page drawn again, or another page of the same run,
+#: draws no figure twice.
+_DRAWN: OrderedDict[tuple[str, str], str] = OrderedDict()
+_DRAWN_MAX = 64
+_drawn_lock = threading.Lock()
+
+
+def figure_inputs_digest(doc: dict[str, Any]) -> str:
+    """A digest of everything a figure reads of ``doc`` (its series, axes and cell statuses)
+    and of the matplotlib that draws it."""
+    import matplotlib
+
+    def plain(o: Any) -> Any:
+        return o.tolist() if hasattr(o, "tolist") else repr(o)
+
+    payload = json.dumps(
+        [matplotlib.__version__, doc["series"], doc["axes"], doc.get("cell_status", {})],
+        sort_keys=True,
+        default=plain,
+    )
+    return hashlib.blake2b(payload.encode(), digest_size=20).hexdigest()
+
+
 def render_all(doc: dict[str, Any], keys: Sequence[str] | None = None) -> dict[str, str]:
     """Every figure the document can support (of ``keys``, default all), as inline SVG by
-    figure id."""
+    figure id. A figure this process drew before from the same inputs is not drawn again."""
     out = {}
+    memo = _KEEP.get() is None
+    digest = figure_inputs_digest(doc) if memo else ""
     has_grid = any(s.get("cells") for s in doc["series"])
     has_vsi = any(s.get("vsi") for s in doc["series"])
     for key, (section, _, render) in PLOTS.items():
@@ -715,7 +780,20 @@ def render_all(doc: dict[str, Any], keys: Sequence[str] | None = None) -> dict[s
             continue
         if section == "trajectories" and not any(s.get("trajectories") for s in doc["series"]):
             continue
-        out[key] = render(doc)
+        if memo:
+            with _drawn_lock:
+                hit = _DRAWN.get((key, digest))
+                if hit is not None:
+                    _DRAWN.move_to_end((key, digest))
+            if hit is None:
+                hit = render(doc)
+                with _drawn_lock:
+                    _DRAWN[(key, digest)] = hit
+                    while len(_DRAWN) > _DRAWN_MAX:
+                        _DRAWN.popitem(last=False)
+            out[key] = hit
+        else:
+            out[key] = render(doc)
     return out
 
 

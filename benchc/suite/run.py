@@ -26,13 +26,12 @@ from benchc.corruptions import (
     ENGINE_VERSION,
     READ_THREADS,
     CorruptionCache,
+    cached_blur,
     default_cache_root,
     iter_materialize,
     library_version,
-    region_blur,
     resolve_locator,
     scale_region,
-    whole_blur,
 )
 from benchc.corruptions.batch import remember_hash
 from benchc.data.images import prepare
@@ -195,15 +194,20 @@ class SuiteRun:
 
     def _queries(
         self,
-        images: Sequence[np.ndarray],
+        images: Sequence[np.ndarray | None],
         start: int,
-        encoded: Sequence[bytes | None] | None = None,
+        encoded: Any = None,
     ) -> list[Query]:
         """Queries of rows ``start:start+len(images)``; ``encoded``: each image's PNG file bytes
-        when it came from the corruption cache (sent to servers as they are)."""
+        when it came from the corruption cache (sent to servers as they are), or ``(bytes,
+        pixel CRCs)`` from a files-only read (an image ``None`` is its file, not decoded)."""
+        crcs = None
+        if isinstance(encoded, tuple):
+            encoded, crcs = encoded
         files = encoded if encoded is not None else [None] * len(images)
+        crcs = crcs if crcs is not None else [None] * len(images)
         out = []
-        for offset, (image, png) in enumerate(zip(images, files, strict=True)):
+        for offset, (image, png, crc) in enumerate(zip(images, files, crcs, strict=True)):
             s = self.dataset[start + offset]
             out.append(
                 Query(
@@ -213,6 +217,7 @@ class SuiteRun:
                     hint=s.hint,
                     id=s.id,
                     encoded=png,
+                    pixel_crc=crc,
                 )
             )
         return out
@@ -361,8 +366,9 @@ class SuiteRun:
     def _read(self, key: str, start: int, stop: int) -> tuple[list[np.ndarray], list]:
         """Rows ``start:stop`` under ``key``: the images, and each one's PNG file bytes when it
         was read from the corruption cache (``None`` otherwise)."""
-        images, files = [], []
+        images, files, crcs = [], [], []
         encoded: dict[str, bytes] = {}
+        pixel_crcs: dict[str, str] | None = {} if self.backend.reads_files else None
         for _, by_cond in iter_materialize(
             self._items(start, stop),
             [key],
@@ -372,10 +378,12 @@ class SuiteRun:
             workers=self.corruption_workers,
             encoded=encoded,
             read_threads=1 if self.backend.local_cpu else READ_THREADS,
+            pixel_crcs=pixel_crcs,
         ):
             images.append(by_cond[key])
             files.append(encoded.get(key))
-        return images, files
+            crcs.append(pixel_crcs.get(key) if pixel_crcs is not None else None)
+        return images, (files, crcs)
 
     def start_prefetch(self, keys: Sequence[str]) -> None:
         """Warm the corruption cache for ``keys`` in a background thread, condition by
@@ -408,6 +416,7 @@ class SuiteRun:
                         seed=self.cfg.seed,
                         cache=self.cache,
                         workers=self.corruption_workers,
+                        keep=False,  # fill only: a warm entry is not read (and decoded) here
                     ):
                         if self._stop_prefetch.is_set():
                             return
@@ -473,12 +482,13 @@ class SuiteRun:
 
     def _vsi_inputs(self, start: int, stop: int) -> VSIInputs:
         clean = self.prepared(start, stop)
-        blurred, located, fallback = self.blurred(start, stop)
-        whole = [
-            b if fell else whole_blur(a, spec.VSI_SIGMA)
-            for a, b, fell in zip(clean, blurred, fallback, strict=True)
-        ]
-        return VSIInputs(clean, blurred, located, fallback, whole)
+        blurred, located, fallback, blurred_png = self._blurred(start, stop)
+        whole, whole_png = [], []
+        for a, b, png, fell in zip(clean, blurred, blurred_png, fallback, strict=True):
+            w, w_png = (b, png) if fell else cached_blur(a, None, self.cache, sigma=spec.VSI_SIGMA)
+            whole.append(w)
+            whole_png.append(w_png)
+        return VSIInputs(clean, blurred, located, fallback, whole, blurred_png, whole_png)
 
     @cached_property
     def _vsi_pool(self) -> ThreadPoolExecutor:
@@ -498,8 +508,16 @@ class SuiteRun:
     def blurred(self, start: int, stop: int) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
         """Region-blurred images (docs/spec.md §5), and bool arrays marking regions found by the
         locator and whole-image fallbacks (no annotation and no located region)."""
+        return self._blurred(start, stop)[:3]
+
+    def _blurred(
+        self, start: int, stop: int
+    ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, list[bytes | None]]:
+        """:meth:`blurred` and each image's PNG file bytes: blurs are read from the corruption
+        cache when any earlier run made them (``cached_blur``), else made and stored there."""
         n = stop - start
         images, located, fallback = [], np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        files: list[bytes | None] = []
         for offset, (i, array) in enumerate(
             zip(range(start, stop), self.prepared(start, stop), strict=True)
         ):
@@ -510,12 +528,14 @@ class SuiteRun:
                 region = self.locator(original)
                 located[offset] = region is not None
             if region is None:
-                images.append(whole_blur(array, spec.VSI_SIGMA))
                 fallback[offset] = True
-                continue
-            dst = (array.shape[1], array.shape[0])
-            images.append(region_blur(array, scale_region(region, src, dst), sigma=spec.VSI_SIGMA))
-        return images, located, fallback
+            else:
+                dst = (array.shape[1], array.shape[0])
+                region = scale_region(region, src, dst)
+            image, png = cached_blur(array, region, self.cache, sigma=spec.VSI_SIGMA)
+            images.append(image)
+            files.append(png)
+        return images, located, fallback, files
 
 
 class VSIInputs(NamedTuple):
@@ -526,6 +546,9 @@ class VSIInputs(NamedTuple):
     located: np.ndarray
     fallback: np.ndarray
     whole: list[np.ndarray]
+    #: Each blurred image's PNG file bytes on the corruption cache (sent to servers as they are).
+    blurred_png: list[bytes | None] | None = None
+    whole_png: list[bytes | None] | None = None
 
 
 #: Bytes of prepared images a run keeps (least recently used dropped first): at 448 px about

@@ -83,7 +83,8 @@ def compute_vsi_batch(run: VSIRun, start: int, stop: int) -> dict[str, np.ndarra
         kwargs = {"distribution": False, "top_k": k}
     else:
         raise VSIUnavailable(f"{backend.name}: VSI needs next-token (top-k) log-probabilities")
-    clean, blurred, located, fallback, whole_images = run.vsi_inputs(start, stop)
+    inputs = run.vsi_inputs(start, stop)
+    clean, blurred, located, fallback = inputs[:4]
 
     # The gap probe's features come from the clean and blurred passes' own tower runs where the
     # backend can hand them over; else the tower encodes the images once more.
@@ -99,8 +100,8 @@ def compute_vsi_batch(run: VSIRun, start: int, stop: int) -> dict[str, np.ndarra
         return out
 
     c = scored(run._queries(clean, start), features=in_pass)
-    b = scored(run._queries(blurred, start), features=in_pass)
-    whole = run._queries(whole_images, start)
+    b = scored(run._queries(blurred, start, _files(inputs, 5)), features=in_pass)
+    whole = run._queries(inputs[4], start, _files(inputs, 6))
     w = whole_pass(whole, fallback, b, scored)
     logits = np.full((stop - start, run.k_max), np.nan, dtype=np.float32)
     logits[:, : c.option_logits.shape[1]] = c.option_logits
@@ -139,6 +140,12 @@ def compute_vsi_batch(run: VSIRun, start: int, stop: int) -> dict[str, np.ndarra
         except NotImplementedError:
             pass  # no tower after all: the gap is undefined and says so
     return arrays
+
+
+def _files(inputs: Any, index: int) -> Any:
+    """The PNG file bytes a run's VSI inputs carry at ``index`` (a blur read from or stored on
+    the corruption cache), or ``None`` (a run that gives only the images)."""
+    return inputs[index] if len(inputs) > index else None
 
 
 def whole_pass(

@@ -430,3 +430,62 @@ def test_threaded_reads_equal_a_plain_loop_and_keep_the_files_bytes(tmp_path):
         assert set(got) == {"fog-2"}  # clean is not a cache entry
         key = CacheKey(batch.content_hash(prepare(image, None)), None, "fog", 2, 0, sid)
         assert got["fog-2"] == cache.path(key).read_bytes()
+
+
+def test_read_file_checks_an_entry_without_decoding_and_refuses_what_it_cannot_check(tmp_path):
+    """A server sends the cache file as it is: read_file checks it by its compressed stream's
+    recorded CRC (no decode) and gives the pixels' recorded CRC; an entry written before that
+    record, a damaged or re-encoded stream and another shape are not vouched for (None), and
+    read() (decoding) still serves the old entry."""
+    import struct
+    import zlib
+
+    from benchc.corruptions.cache import (
+        CHECKSUM_CHUNK,
+        decode_rgb,
+        encode_png,
+        pixel_crc,
+        png_chunks,
+    )
+
+    cache = CorruptionCache(tmp_path)
+    rng = np.random.default_rng(1)
+    array = rng.integers(0, 256, (24, 40, 3), dtype=np.uint8)
+    key = CacheKey("c", 40, "gaussian_noise", 3, 0, "s")
+    cache.put(key, array)
+    data, crc = cache.read_file(key, array.shape)
+    assert data == cache.path(key).read_bytes() and crc == pixel_crc(array)
+    np.testing.assert_array_equal(decode_rgb(data), array)
+    assert cache.read_file(key, (40, 24, 3)) is None
+    # written before the stream's CRC was recorded: only the decoding read vouches for it
+    cache.path(key).write_bytes(encode_png(array, {CHECKSUM_CHUNK: pixel_crc(array)}))
+    assert cache.read_file(key, array.shape) is None
+    np.testing.assert_array_equal(cache.get(key, array.shape), array)
+    # a stream changed after writing, its chunk CRCs made valid again (a hand edit)
+    cache.put(key, array)
+    good = cache.path(key).read_bytes()
+    chunks = png_chunks(good)
+    idat = next(i for i, (kind, _, _) in enumerate(chunks) if kind == b"IDAT")
+    pos = good.index(b"IDAT")
+    body = bytearray(chunks[idat][1])
+    body[-1] ^= 1
+    edited = b"IDAT" + bytes(body)
+    bad = good[: pos - 4] + struct.pack(">I", len(body)) + edited
+    bad += struct.pack(">I", zlib.crc32(edited)) + good[pos + 4 + len(body) + 4 :]
+    cache.path(key).write_bytes(bad)
+    assert cache.read_file(key, array.shape) is None
+    cache.path(key).write_bytes(good[:-20])  # truncated
+    assert cache.read_file(key, array.shape) is None
+
+
+def test_filling_only_reads_no_warm_entry(tmp_path, monkeypatch):
+    """The suite's prefetcher fills the cache sample by sample (iter_materialize keep=False):
+    a missing entry is computed and stored, a present one is neither read nor decoded."""
+    cache = CorruptionCache(tmp_path)
+    conditions = ["gaussian_noise-1", "brightness-2"]
+    kw = dict(image_size=None, seed=0, cache=cache)
+    assert [got for _, got in iter_materialize(images(), conditions, keep=False, **kw)] == [{}] * 3
+    assert len(list(tmp_path.rglob("*.png"))) == 6
+    monkeypatch.setattr(CorruptionCache, "read", lambda *a, **k: pytest.fail("read"))
+    monkeypatch.setattr(batch, "corrupt_array", lambda *a, **k: pytest.fail("computed"))
+    assert len(list(iter_materialize(images(), conditions, keep=False, **kw))) == 3

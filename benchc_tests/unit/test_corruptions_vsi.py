@@ -116,3 +116,35 @@ def test_bad_images_and_sigmas_are_value_errors():
         whole_blur(noise_image(), sigma=0)
     with pytest.raises(ValueError, match="does not match"):
         scale_region(np.ones((5, 5), dtype=bool), (6, 5), (3, 3))
+
+
+def test_cached_blurs_are_the_definitions_bit_for_bit_and_a_second_call_blurs_nothing(tmp_path):
+    from benchc.corruptions import CorruptionCache, blur_calls, cached_blur
+    from benchc.corruptions.cache import decode_rgb
+
+    cache = CorruptionCache(tmp_path)
+    img = noise_image(48, 64, seed=3)
+    mask = np.zeros((48, 64), bool)
+    mask[10:14, 20:31] = True
+    regions = [(5, 6, 30, 22), mask, None]
+    before = blur_calls()
+    first = [cached_blur(img, r, cache, sigma=3.0) for r in regions]
+    assert blur_calls() - before == 1  # one Gaussian pass serves both regions and the whole
+    expected = [region_blur(img, r, sigma=3.0) for r in regions[:2]] + [whole_blur(img, 3.0)]
+    before = blur_calls()
+    again = [cached_blur(img, r, cache, sigma=3.0) for r in regions]
+    assert blur_calls() == before  # all read from the cache
+    for (a, png_a), (b, png_b), want in zip(first, again, expected, strict=True):
+        assert np.array_equal(a, want) and np.array_equal(b, want)
+        assert png_a == png_b and np.array_equal(decode_rgb(png_b), want)  # the bytes sent
+        assert not b.flags.writeable
+    # the key names sigma, the region and the pixels: another of any is a miss, not a stale hit
+    other_box = cached_blur(img, (5, 6, 31, 22), cache, sigma=3.0)[0]
+    assert np.array_equal(other_box, region_blur(img, (5, 6, 31, 22), sigma=3.0))
+    assert np.array_equal(cached_blur(img, None, cache, sigma=2.0)[0], whole_blur(img, 2.0))
+    img2 = img.copy()
+    img2[0, 0, 0] ^= 1
+    assert np.array_equal(cached_blur(img2, None, cache, sigma=3.0)[0], whole_blur(img2, 3.0))
+    # no cache: the plain functions, no bytes
+    got, png = cached_blur(img, regions[0], None, sigma=3.0)
+    assert png is None and np.array_equal(got, expected[0])

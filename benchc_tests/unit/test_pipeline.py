@@ -384,3 +384,100 @@ def test_bench_pipeline_runs_both_paths_and_prints_their_ratios() -> None:
     for line in ("today  busy", "new    busy", "median of 2 runs", "new/today: busy x"):
         assert line in out, out
     assert "cache entries (any thread)" in out and "once per sample per run" in out
+
+
+class SecondModel(OffCPU):
+    """Another model on the same VSI set (its own fingerprint, so nothing stored is shared but
+    the corruption cache); records the PNG bytes each query carries to a server."""
+
+    def __init__(self, inner: Backend) -> None:
+        super().__init__(inner)
+        self.fingerprint, self.name = inner.fingerprint + "-second", inner.name + "-second"
+        self.sent: list[Query] = []
+
+    def forward(self, queries, **kwargs) -> BatchOutput:
+        self.sent.extend(queries)
+        return super().forward(queries, **kwargs)
+
+
+def test_a_second_models_vsi_run_blurs_nothing(data_dir, tmp_path) -> None:
+    """VSI blurs are content-addressed on the corruption cache: the first model's run blurs
+    each image once (its region and whole-image blur share the pass), a second model's run on
+    the same set reads every blurred image from the cache, bit for bit, and a server is sent the
+    cache's PNG bytes of exactly the pixels the white-box path scores."""
+    from benchc.corruptions import blur_calls
+    from benchc.corruptions.cache import decode_rgb
+    from benchc.suite.vsi import vsi_arrays
+
+    inner = tiny_backend_cached()
+    first = _run(data_dir, tmp_path, inner, "vsi-first")
+    before = blur_calls()
+    expected = vsi_arrays(first)
+    assert blur_calls() - before == len(first.dataset) == 20
+    inputs = first._vsi_inputs(0, 8)
+
+    second_model = SecondModel(inner)
+    second = _run(data_dir, tmp_path, second_model, "vsi-second")
+    assert second.key != first.key
+    before = blur_calls()
+    got = vsi_arrays(second)
+    assert blur_calls() - before == 0
+    for name, array in expected.items():
+        np.testing.assert_array_equal(got[name], array, err_msg=name)
+    again = second._vsi_inputs(0, 8)
+    assert blur_calls() - before == 0
+    for a, b in zip(inputs.blurred + inputs.whole, again.blurred + again.whole, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # the two blurred passes carried their cache files' bytes, the clean pass none
+    assert sum(q.encoded is not None for q in second_model.sent) == 2 * 20
+    for query in second_model.sent:
+        if query.encoded is not None:
+            np.testing.assert_array_equal(decode_rgb(query.encoded), query.image)
+
+
+class FilesOnly(OffCPU):
+    """A backend that reads only files (as a server backend): records what it was sent, and
+    scores the pixels the files hold."""
+
+    reads_files = True
+
+    def __init__(self, inner: Backend) -> None:
+        super().__init__(inner)
+        self.fingerprint, self.name = inner.fingerprint + "-files", inner.name + "-files"
+        self.sent: list[Query] = []
+
+    def forward(self, queries, **kwargs) -> BatchOutput:
+        self.sent.extend(queries)
+        from dataclasses import replace
+
+        return super().forward([replace(q, image=q.pixels()) for q in queries], **kwargs)
+
+    def prepare(self, queries: Sequence[Query]):
+        self.sent.extend(queries)
+        from dataclasses import replace
+
+        return super().prepare([replace(q, image=q.pixels()) for q in queries])
+
+    def length_key(self, query: Query) -> tuple[int, ...]:
+        from dataclasses import replace
+
+        return self.inner.length_key(replace(query, image=query.pixels()))
+
+
+def test_a_files_only_backend_gets_cache_files_undecoded_with_the_same_results(data_dir, tmp_path):
+    from benchc.corruptions.cache import decode_rgb, pixel_crc
+
+    inner = tiny_backend_cached()
+    plain = _run(data_dir, tmp_path, inner, "decoded")
+    expected = {k: plain.condition(k) for k in CONDITIONS}  # fills the cache
+    files = FilesOnly(inner)
+    run = _run(data_dir, tmp_path, files, "files-only")
+    got = {k: run.condition(k) for k in CONDITIONS}
+    run.stop_prefetch()
+    for key in CONDITIONS:
+        np.testing.assert_array_equal(got[key]["option_logits"], expected[key]["option_logits"])
+    corrupted = [q for q in files.sent if q.encoded is not None]
+    assert len(corrupted) == 2 * 20 and all(q.image is None for q in corrupted)
+    for q in corrupted:
+        assert q.pixel_crc == pixel_crc(decode_rgb(q.encoded))
+    assert sum(q.image is not None for q in files.sent) == 20  # the clean condition's pixels

@@ -270,3 +270,25 @@ def test_suite_report_and_compare_read_every_run_a_server_gives(pytester, tmp_pa
     assert main(["compare", *both, "--out", str(tmp_path / "compare")]) == 0
     page = (tmp_path / "compare" / "report.html").read_text()
     assert page.count('class="note missing"') == 2
+
+
+def test_a_prepared_image_is_encoded_once_losslessly_and_a_writeable_one_every_time() -> None:
+    from benchc.corruptions.cache import decode_rgb
+
+    rng = np.random.default_rng(0)
+    shared = rng.integers(0, 256, (40, 56, 3), dtype=np.uint8)
+    shared.flags.writeable = False  # as the suite's prepared images (every condition's)
+    first = png_bytes(shared)
+    assert png_bytes(shared) is first  # encoded once
+    np.testing.assert_array_equal(decode_rgb(first), shared)  # the server sees these pixels
+    mutable = shared.copy()
+    before = png_bytes(mutable)
+    mutable[0, 0] ^= 255
+    np.testing.assert_array_equal(decode_rgb(png_bytes(mutable)), mutable)
+    assert png_bytes(mutable) != before
+    base = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+    view = base[:]
+    view.flags.writeable = False  # read-only, but its writeable base can still change it
+    png_bytes(view)
+    base[0, 0] ^= 255
+    np.testing.assert_array_equal(decode_rgb(png_bytes(view)), base)

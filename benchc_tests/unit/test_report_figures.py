@@ -206,3 +206,43 @@ def test_a_one_cell_run_is_legible(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert check(doc) == []
+
+
+def test_each_distinct_figure_is_drawn_once_and_cropped_as_bbox_inches_tight(gated, monkeypatch):
+    """render_all draws a figure once per distinct input (a second page of the same run draws
+    nothing, a changed document draws again), and the one-pass SVG keeps exactly the box
+    ``savefig(bbox_inches="tight")`` keeps: same size, every label inside."""
+    import io
+    import re
+
+    import matplotlib
+
+    monkeypatch.setattr(plots, "_DRAWN", type(plots._DRAWN)())
+    drawn: list[int] = []
+    real = plots._subplots
+
+    def counted(*args, **kwargs):
+        drawn.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plots, "_subplots", counted)
+    first = plots.render_all(gated, ["heatmap-ras", "severity"])
+    assert len(drawn) == 2
+    assert plots.render_all(copy.deepcopy(gated), ["heatmap-ras", "severity"]) == first
+    assert len(drawn) == 2  # the same inputs: nothing drawn again
+    changed = copy.deepcopy(gated)
+    changed["series"][0]["label"] = "renamed"
+    assert "renamed" in plots.render_all(changed, ["severity"])["severity"]
+    assert len(drawn) == 3
+
+    fig = plots.figures(gated, ["heatmap-ras"]).popitem()[1]
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+    matplotlib.pyplot.close(fig)
+
+    def size(svg: str) -> tuple[float, float]:
+        w, h = re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups()
+        return float(w), float(h)
+
+    assert size(first["heatmap-ras"]) == pytest.approx(size(buf.getvalue()), abs=0.01)
