@@ -35,14 +35,14 @@ class Query:
     #: The PNG file bytes of exactly ``image`` when it was read from one (the corruption
     #: cache): a server backend sends them as they are instead of encoding the pixels again.
     encoded: bytes | None = field(default=None, repr=False, compare=False)
-    #: :func:`benchc.corruptions.cache.pixel_crc` of the pixels, when the cache recorded it.
+    #: :func:`benchc.data.png.pixel_crc` of the pixels, when the cache recorded it.
     pixel_crc: str | None = field(default=None, repr=False, compare=False)
 
     def pixels(self) -> np.ndarray:
         """The (H, W, 3) uint8 pixels: ``image``, or ``encoded`` decoded."""
         if self.image is not None:
             return self.image
-        from benchc.corruptions.cache import decode_rgb
+        from benchc.data.png import decode_rgb
 
         if self.encoded is None or (decoded := decode_rgb(self.encoded)) is None:
             raise ValueError(f"query {self.id!r} carries neither pixels nor a PNG file")

@@ -90,7 +90,7 @@ def png_bytes(image: np.ndarray) -> bytes:
     as the corruption cache writes its entries (OpenCV, "Up" filter, fast compression: 9 ms at
     448 px against Pillow's 15). A read-only array is encoded once per process: a prepared
     image is sent by the clean condition and the VSI's clean pass."""
-    from benchc.corruptions.cache import encode_png
+    from benchc.data.png import encode_png
 
     image = np.asarray(image)
     if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
@@ -514,9 +514,9 @@ class OpenAIProxyBackend(Backend):
 
     def _seed(self, query: Query, attempt: int) -> int:
         """The request seed of ``query``'s ``attempt``: from the backend's seed, the text and
-        the pixels' CRC-32 (:func:`~benchc.corruptions.cache.pixel_crc`, recorded in a cache
+        the pixels' CRC-32 (:func:`~benchc.data.png.pixel_crc`, recorded in a cache
         file: a query sent from one is never decoded)."""
-        from benchc.corruptions.cache import pixel_crc
+        from benchc.data.png import pixel_crc
 
         crc = query.pixel_crc if query.pixel_crc is not None else pixel_crc(query.pixels())
         h = hashlib.sha256()

@@ -60,6 +60,8 @@ EXAMPLES = {
     "--from-store": ("s3://bucket/benchc", "s3://bucket/benchc"),
     "--baseline": ("release-1", "release-1"),
     "--limit": ("8", 8),
+    "--looks": ("3", 3),
+    "--look": ("2", 2),
     "--benchc-degrade": ("damp=0.3", {"damp": 0.3}),
 }
 

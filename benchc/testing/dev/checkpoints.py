@@ -26,6 +26,13 @@ from typing import Any
 
 import numpy as np
 
+#: Attribute paths of the vision-to-language projector in transformers VLM families.
+PROJECTORS: tuple[str, ...] = (
+    "model.multi_modal_projector",  # LLaVA, LLaVA-NeXT/OneVision, Gemma 3, Mistral3, InternVL
+    "multi_modal_projector",
+    "model.connector",  # Idefics3 / SmolVLM
+    "model.visual.merger",  # Qwen2/2.5/3-VL
+)
 #: Attribute paths of the vision tower in transformers VLM families (LLaVA-style first).
 TOWERS: tuple[str, ...] = (
     "model.vision_tower",
@@ -50,8 +57,6 @@ def tower(model: Any) -> Any:
 
 
 def projector(model: Any) -> Any:
-    from benchc.testing.dev.zoo import PROJECTORS
-
     return _find(model, PROJECTORS, "projector")
 
 

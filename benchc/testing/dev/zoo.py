@@ -29,20 +29,11 @@ import numpy as np
 from benchc import spec
 from benchc.gates.evidence import GridEvidence, VSIEvidence
 from benchc.models.base import Backend
+from benchc.testing.dev.checkpoints import projector
+
 
 # -- backend wrappers ----------------------------------------------------------------------------
-#: Attribute paths of the vision-to-language projector in transformers VLM families.
-PROJECTORS: tuple[str, ...] = (
-    "model.multi_modal_projector",  # LLaVA, LLaVA-NeXT/OneVision, Gemma 3, Mistral3, InternVL
-    "multi_modal_projector",
-    "model.connector",  # Idefics3 / SmolVLM
-    "model.visual.merger",  # Qwen2/2.5/3-VL
-)
-
-
 def _projector(model: object) -> object:
-    from benchc.testing.dev.checkpoints import projector
-
     return projector(model)
 
 
