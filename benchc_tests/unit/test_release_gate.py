@@ -122,7 +122,7 @@ def test_a_candidate_is_gated_against_a_named_baseline(
     result = project.runpytest_inprocess(*release, "--snapshot-update")
     result.assert_outcomes(passed=16)
     folder = root / "thresholds" / "release"
-    assert len(list(folder.glob("*.json"))) == 12
+    assert len(list(folder.glob("*.json"))) == 16  # 2 cells, 2 families, 10 model, 2 VSI
     assert not (root / "thresholds" / "tiny-vlm-release").exists()
     manifest = json.loads((folder / "baseline.manifest").read_text())
     env = manifest["environment"]
