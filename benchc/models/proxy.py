@@ -163,23 +163,6 @@ def token_id(token: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def _owns_memory(image: np.ndarray) -> bool:
-    """Whether no writeable array can change ``image``'s pixels under it (it owns its memory,
-    or every array it views is read-only too)."""
-    base = image
-    while isinstance(base, np.ndarray):
-        if base.flags.writeable:
-            return False
-        base = base.base
-    return True
-
-
-#: Query paths counted in :attr:`OpenAIProxyBackend.path_counts`.
-PATH_LOGPROBS = "logprobs"
-PATH_NO_LOGPROBS = "sampling (server returned no logprobs)"
-PATH_OUTSIDE_TOPK = "sampling (a letter outside the top-k)"
-PATH_SAMPLING = "sampling (logprobs off)"
-
 #: Optional request fields, in the order they are dropped when a server rejects a request
 #: without naming the field: least needed first.
 OPTIONAL_FIELDS = (
