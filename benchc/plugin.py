@@ -312,6 +312,21 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(f"ERROR: benchc: {error}", red=True)
     for line in lines:
         terminalreporter.write_line(line)
+    from benchc.report.overall import EXIT_INCONCLUSIVE
+
+    overall = config.stash.get(OVERALL, None)
+    if (  # the exit status benchc.suite.overall sets: say why
+        overall is not None
+        and overall.state in ("unresolved", "inconclusive")
+        and cfg.inconclusive_mode == "fail"
+        and exitstatus in (pytest.ExitCode.OK, EXIT_INCONCLUSIVE)
+    ):
+        why = "--inconclusive=fail" if cfg.inconclusive == "fail" else "--strict-gates"
+        terminalreporter.write_line(
+            f"exit status {EXIT_INCONCLUSIVE}: under {why} a run passes on PASS only "
+            "(--inconclusive=warn keeps the exit status and says why)",
+            red=True,
+        )
     if lines and not config.getoption("update_snapshots", False):
         from benchc.suite.sequential import next_look
 

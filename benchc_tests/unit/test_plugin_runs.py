@@ -397,6 +397,9 @@ def test_the_next_look_of_a_sequential_gate_runs_as_printed(
     # exits 6: on 24 samples the VSI set's insensitive fraction cannot fail, INCONCLUSIVE)
     assert "16 passed" in second.stdout, second.stdout[-3000:] + second.stderr[-3000:]
     assert second.returncode == (0 if "\nPASS" in second.stdout else 6)
+    # an exit status of 6 is said, with why and how to opt out
+    said = "exit status 6: under --strict-gates a run passes on PASS only" in second.stdout
+    assert said == (second.returncode == 6)
     assert "sequential gate: look 2 of 2 on the first 24 samples" in second.stdout
     over = run(printed.replace("--look=2", "--look=3"))
     assert over.returncode == pytest.ExitCode.USAGE_ERROR
