@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from benchc.gates.figures import LEVELS, Level, figures
 
@@ -93,8 +93,9 @@ class ErrorBudget:
         return self.alpha * share / count / self.looks
 
     def z(self, level: Level) -> float:
-        """The one-sided normal quantile of :meth:`alpha_for`."""
-        return float(norm.isf(self.alpha_for(level)))
+        """The one-sided normal quantile of :meth:`alpha_for` (``norm.isf``, bit for bit, without
+        importing ``scipy.stats``: 0.7 s of every run's start)."""
+        return float(-ndtri(self.alpha_for(level)))
 
     def describe(self) -> str:
         parts = [

@@ -12,9 +12,6 @@ from types import SimpleNamespace
 
 import numpy as np
 from scipy.special import logsumexp, rel_entr
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GroupKFold
-from sklearn.preprocessing import normalize
 
 from benchc.metrics.figures import evaluate
 from benchc.spec import VSI_INSENSITIVE, VSI_PAPER_SEED, VSI_TOPK
@@ -248,6 +245,11 @@ def probe_accuracy(
         bad = np.argwhere(~np.isfinite(arr))
         if bad.size:
             raise ValueError(f"{nm}[{int(bad[0][0])}]: feature vector has non-finite values")
+    # here, not at the top: scikit-learn costs every run's start 1.3 s, and only the probe uses it
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+    from sklearn.preprocessing import normalize
+
     x = normalize(np.concatenate([fc, fp]))
     y = np.repeat([0, 1], n)
     groups = np.tile(ids, 2)

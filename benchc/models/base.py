@@ -150,6 +150,10 @@ class Backend(ABC):
     #: its pixels: then the suite sends cache hits without decoding them (a server backend).
     reads_files: ClassVar[bool] = False
 
+    #: Whether the model runs in this process (it takes a device; torch sets its CPU threads),
+    #: not behind a server. A served backend says False and its runs never import torch.
+    computes_locally: ClassVar[bool] = True
+
     @property
     def local_cpu(self) -> bool:
         """Whether ``forward`` computes on this machine's CPU cores: then reading images ahead

@@ -285,6 +285,7 @@ class OpenAIProxyBackend(Backend):
         )
 
     reads_files = True  # it sends each query's PNG file; the pixels only seed (their CRC)
+    computes_locally = False
 
     @property
     def capabilities(self) -> Capabilities:  # type: ignore[override]

@@ -44,6 +44,8 @@ class BackendEntry:
     scheme: str
     factory: Factory
     args: Mapping[str, ArgSpec]
+    #: :attr:`Backend.computes_locally`; a factory says it with the same attribute.
+    computes_locally: bool = True
 
 
 def accepts(args: Mapping[str, ArgSpec]) -> Callable[[Factory], Factory]:
@@ -123,7 +125,12 @@ def _entry_point(scheme: str) -> BackendEntry | None:
             f"entry point {scheme!r} of {ENTRY_POINT_GROUP!r} ({BACKENDS.value(scheme)}) is not "
             "a backend factory or Backend subclass"
         )
-    return BackendEntry(scheme, target, dict(getattr(target, "model_args_schema", {})))
+    return BackendEntry(
+        scheme,
+        target,
+        dict(getattr(target, "model_args_schema", {})),
+        bool(getattr(target, "computes_locally", True)),
+    )
 
 
 def _is_module_class(module: str, name: str) -> bool:
@@ -145,7 +152,9 @@ def _class_entry(spec: str, module: str, name: str) -> BackendEntry:
     def factory(_rest: str, **kwargs: Any) -> Backend:
         return cls(**kwargs)
 
-    return BackendEntry(spec, factory, dict(cls.model_args_schema))
+    return BackendEntry(
+        spec, factory, dict(cls.model_args_schema), bool(getattr(cls, "computes_locally", True))
+    )
 
 
 @accepts(HF_ARGS)
@@ -182,3 +191,6 @@ def openai(
         f"'openai:{rest}' must look like 'openai:<model>@<base_url>', "
         "e.g. 'openai:gpt-4o@https://api.openai.com/v1'"
     )
+
+
+openai.computes_locally = False  # type: ignore[attr-defined]

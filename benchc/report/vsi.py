@@ -14,7 +14,6 @@ import warnings
 from typing import Any
 
 import numpy as np
-import sklearn
 
 from benchc import spec
 from benchc.gates.evidence import VSIEvidence, vsi_values
@@ -22,6 +21,7 @@ from benchc.metrics.options import confidence, infer_n_options, option_probs, pr
 from benchc.metrics.selective import reliability, signal_table
 from benchc.metrics.signals import brier, ece, zscore_hybrid
 from benchc.metrics.vsi import vsi_distribution
+from benchc.provenance import sklearn_version
 from benchc.results.reader import StoredRun
 
 #: Table 3's signals: key -> label (the paper's column names).
@@ -212,7 +212,7 @@ def vsi_block(
         "values": [_num(round(float(v), 6)) for v in vsi],
         "variant": f"vsi_top{k} (estimated)" if k else "vsi_top50" if support == "top50" else "vsi",
         "support": support,
-        "sklearn": sklearn.__version__,
+        "sklearn": sklearn_version(),
         "variants": variants,
         "table1": table1,
         "missing": missing,

@@ -81,15 +81,21 @@ def source_fingerprint(fingerprint: str) -> str:
 def open_backend(cfg: SuiteConfig) -> Backend:
     """The model of ``--model``, wrapped by ``--benchc-degrade`` when given."""
     from benchc.models import load_backend
+    from benchc.models.registry import resolve
 
+    try:
+        local = resolve(cfg.model)[0].computes_locally
+    except ValueError as exc:
+        raise LoadError(f"--model {cfg.model!r} cannot be loaded: {exc}") from exc
     # Only what the user set (or the GPU an xdist worker owns): black-box backends take no
-    # device or dtype, and each backend keeps its own defaults.
+    # device or dtype (and need no torch: 1.6 s of a served run's start), and each backend
+    # keeps its own defaults.
     kwargs: dict[str, object] = {}
     if cfg.revision is not None:
         kwargs["revision"] = cfg.revision
     if cfg.trust_remote_code:
         kwargs["trust_remote_code"] = True
-    if cfg.device != "auto" or cfg.resolved_device() != "cpu":
+    if cfg.device != "auto" or (local and cfg.resolved_device() != "cpu"):
         kwargs["device"] = cfg.resolved_device()
     if cfg.dtype is not None:
         kwargs["dtype"] = cfg.dtype
@@ -103,7 +109,7 @@ def open_backend(cfg: SuiteConfig) -> Backend:
         raise LoadError(
             f"--model {cfg.model!r} cannot be loaded: {type(exc).__name__}: {exc}"
         ) from exc
-    if kwargs.get("device", "cpu") == "cpu":
+    if local and kwargs.get("device", "cpu") == "cpu":
         _limit_cpu_threads(cfg.worker_id)
     if cfg.degrade:  # the test-only wrapper benchc.testing registers (benchc.wrappers)
         from benchc.registry import WRAPPERS

@@ -13,13 +13,13 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
-import sklearn
 
 from benchc import spec
 from benchc.gates.evidence import VSIEvidence, vsi_values
 from benchc.metrics.vsi import vsi_aligned, vsi_full, vsi_topk
 from benchc.models.base import Backend, BatchOutput, Query
 from benchc.models.collate import concat_outputs, score, take_rows
+from benchc.provenance import sklearn_version
 
 
 class VSIRun(Protocol):
@@ -195,7 +195,7 @@ def vsi_info(
     vsi = vsi_values(arrays, support)
     return {
         "vsi_variant": vsi_variant(arrays, support),
-        "sklearn": sklearn.__version__,
+        "sklearn": sklearn_version(),
         "probe": "own vision tower" if "features_clean" in arrays else "none (no vision tower)",
         "region_locator": region_locator,
         "regions_located": int(arrays["located"].sum()) if "located" in arrays else 0,

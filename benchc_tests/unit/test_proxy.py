@@ -431,3 +431,40 @@ def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) 
     assert "UNCHECKED gap in vsi" in result.stdout.str()
     result = project.runpytest_inprocess(*args, "--strict-gates")
     result.assert_outcomes(passed=1 + 1 + 10 + 1, failed=1)
+
+
+def test_a_served_run_loads_no_torch_nor_scikit_learn(server, pytester, tmp_path) -> None:
+    """A run against a server pays only for its model: the suite process imports neither torch
+    (no device to pick, no CPU threads to set) nor scikit-learn nor scipy.stats (the gap's
+    probe, AUROC and Spearman load them where they are used), about 3.5 s of a run's start."""
+    from benchc.data import save_jsonl
+    from benchc.data.synthetic import generate
+    from benchc_tests.unit.suite_project import make_suite_project
+
+    data = tmp_path / "four"
+    save_jsonl(generate(4, 11), data)
+    project = make_suite_project(pytester)
+    loaded = tmp_path / "loaded.txt"
+    pytester.makeconftest(
+        'pytest_plugins = ["benchc.plugin"]\n'
+        "import sys\n"
+        "def pytest_unconfigure(config):\n"
+        "    heavy = ('torch', 'transformers', 'sklearn', 'scipy.stats')\n"
+        f"    open({str(loaded)!r}, 'w').write(' '.join(m for m in heavy if m in sys.modules))\n"
+    )
+    args = [
+        "suite",
+        f"--model=openai:tiny@{server.base_url}",
+        f"--dataset={data}",
+        "--corruptions=pixelate",
+        "--severities=2",
+        f"--results-dir={tmp_path / 'results'}",
+        f"--cache-dir={tmp_path / 'cache'}",
+        f"--thresholds-dir={tmp_path / 'thresholds'}",
+        "-p",
+        "no:randomly",
+        "--snapshot-update",
+    ]
+    result = project.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=1 + 1 + 10 + 2)
+    assert loaded.read_text() == ""
