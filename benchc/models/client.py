@@ -78,9 +78,11 @@ def retry_after_s(value: str | None) -> float | None:
     return min(MAX_RETRY_AFTER_S, max(0.0, when.timestamp() - time.time()))
 
 
-class Verbatim(str):
-    """A string that needs no JSON escaping (a base64 ``data:`` URL benchc built itself): the
-    request body splices it in as it is instead of scanning ~0.6 MB per image for escapes."""
+class Verbatim(bytes):
+    """ASCII text that needs no JSON escaping (a base64 ``data:`` URL benchc built itself), kept
+    as bytes: the request body splices it in as it is. At 448 px a photograph's URL is ~0.4 MB;
+    as a ``str`` it was decoded, concatenated, escaped-scanned and encoded again per request
+    (0.6 ms of the client's 2.7)."""
 
     __slots__ = ()
 
@@ -99,13 +101,14 @@ def backoff_delay(
 
 
 def encode_body(body: dict) -> bytes:
-    """``json.dumps(body)`` as UTF-8, with every :class:`Verbatim` string spliced in as is."""
+    """``json.dumps(body)`` as UTF-8, with every :class:`Verbatim` spliced in as a JSON string
+    (one copy of its bytes)."""
     spliced: list[bytes] = []
     nonce = os.urandom(8).hex()  # no text a user wrote can collide with the placeholders
 
     def swap(value: Any) -> Any:
         if isinstance(value, Verbatim):
-            spliced.append(value.encode("ascii"))
+            spliced.append(value)
             return f"\0{nonce}-{len(spliced) - 1}\0"
         if isinstance(value, dict):
             return {k: swap(v) for k, v in value.items()}
@@ -113,10 +116,13 @@ def encode_body(body: dict) -> bytes:
             return [swap(v) for v in value]
         return value
 
-    data = json.dumps(swap(body)).encode()
+    rest = json.dumps(swap(body))
+    pieces: list[bytes] = []
     for i, raw in enumerate(spliced):
-        data = data.replace(f"\\u0000{nonce}-{i}\\u0000".encode(), raw, 1)
-    return data
+        head, _, rest = rest.partition(f"\\u0000{nonce}-{i}\\u0000")
+        pieces += (head.encode(), raw)
+    pieces.append(rest.encode())
+    return b"".join(pieces)
 
 
 def _group(field: str) -> set[str]:

@@ -30,8 +30,9 @@ def chat_messages(user_text: str, image_part: dict[str, Any] = IMAGE_PART) -> li
     return [{"role": "user", "content": [dict(image_part), {"type": "text", "text": user_text}]}]
 
 
-def image_url_part(data_url: str) -> dict[str, Any]:
-    """An OpenAI-style ``image_url`` content part for a ``data:`` (or http) URL."""
+def image_url_part(data_url: str | bytes) -> dict[str, Any]:
+    """An OpenAI-style ``image_url`` content part for a ``data:`` (or http) URL (bytes: the
+    served path's :class:`~benchc.models.client.Verbatim`, spliced into the JSON as it is)."""
     return {"type": "image_url", "image_url": {"url": data_url}}
 
 

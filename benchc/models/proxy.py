@@ -69,14 +69,15 @@ def jeffreys(counts: np.ndarray, alpha: float = JEFFREYS_ALPHA) -> np.ndarray:
     return np.where(n_valid > 0, p, np.nan)
 
 
-def image_data_url(image: np.ndarray | None, encoded: bytes | None = None) -> str:
-    """A lossless PNG ``data:`` URL of an RGB uint8 array (OpenAI ``image_url`` content).
+def image_data_url(image: np.ndarray | None, encoded: bytes | None = None) -> Verbatim:
+    """A lossless PNG ``data:`` URL of an RGB uint8 array (OpenAI ``image_url`` content), as the
+    ASCII bytes the request body splices in (:class:`~benchc.models.client.Verbatim`).
 
     ``encoded``: the PNG bytes of exactly ``image`` (a corruption-cache file), sent as they are
     instead of encoding the pixels again."""
     if encoded is None:
         encoded = png_bytes(image)
-    return Verbatim("data:image/png;base64," + base64.b64encode(encoded).decode("ascii"))
+    return Verbatim(b"data:image/png;base64," + base64.b64encode(encoded))
 
 
 #: PNG files of read-only arrays (the suite's prepared images, shared by every condition and

@@ -13,12 +13,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
 from benchc.metrics.vsi import vsi_aligned, vsi_topk
 from benchc.models.base import Query
+from benchc.models.client import Verbatim, encode_body
 from benchc.models.parse import parse_letter
 from benchc.models.proxy import (
     PATH_LOGPROBS,
@@ -134,7 +135,7 @@ def test_server_samples_follow_the_model_distribution(server) -> None:
     q = synthetic_queries(1, seed=3)[0]
     white = backend.forward([q]).option_logits[0]
     proxy = OpenAIProxyBackend("tiny", server.base_url)
-    body = proxy.request_body(q, n=1000, seed=5)
+    body = json.loads(encode_body(proxy.request_body(q, n=1000, seed=5)))  # as sent
     replies = [c["message"]["content"] for c in server.complete(body)["choices"]]
     n = len(replies)
     for j in range(len(q.options)):
@@ -221,7 +222,7 @@ def test_server_rejects_requests_without_an_image(server) -> None:
             {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
         )
     url = image_data_url(np.zeros((32, 32, 3), np.uint8))
-    assert url.startswith("data:image/png;base64,")
+    assert url.startswith(b"data:image/png;base64,")
 
 
 def test_proxy_rejects_bad_settings() -> None:
@@ -468,3 +469,17 @@ def test_a_served_run_loads_no_torch_nor_scikit_learn(server, pytester, tmp_path
     result = project.runpytest_subprocess(*args)
     result.assert_outcomes(passed=1 + 1 + 10 + 2)
     assert loaded.read_text() == ""
+
+
+@settings(max_examples=50, deadline=None)
+@given(text=st.text(), n=st.integers(0, 3))
+def test_a_spliced_data_url_encodes_as_json_would(text: str, n: int) -> None:
+    """The request body splices each :class:`Verbatim` in as it is: the bytes decode to the
+    body json would have written, whatever the other strings hold (the placeholders' text
+    included)."""
+    urls = [image_data_url(np.full((4 + i, 5, 3), i, np.uint8)) for i in range(n)]
+    body = {"t": text, "parts": [{"url": u, "u": f"\0{text}-{i}\0"} for i, u in enumerate(urls)]}
+    plain = {"t": text, "parts": [{"url": u.decode(), "u": p["u"]} for u, p in
+                                  zip(urls, body["parts"], strict=True)]}  # fmt: skip
+    assert all(isinstance(u, Verbatim) for u in urls)
+    assert json.loads(encode_body(body)) == plain
