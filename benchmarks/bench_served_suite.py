@@ -2,8 +2,9 @@
 
 A loopback OpenAI-compatible server that answers at once (``bench_client.py``'s, in its own
 process) stands in for a GPU fleet. The whole suite (``pytest benchc_tests/suite``: every cell,
-family, model and VSI case of the chosen corruptions, thresholds recorded into a temporary
-folder) runs against it twice from the same corruption cache; the second run is measured:
+family, model and VSI case of the chosen corruptions) runs against it from the same corruption
+cache: a warm-up run records thresholds into a temporary folder (and fills the cache); the
+measured runs check against them, as a release gate's CI does:
 
 - requests/s end to end (pytest's start-up, collection, metrics, gates included);
 - benchc's own CPU per request: user + system of the pytest process tree (``RUSAGE_CHILDREN``
@@ -17,6 +18,10 @@ into ``--samples`` random crops (aspect 0.5-2, 640 px on the longer side, JPEG q
 given a synthetic testbed question and its region scaled onto the crop; the suite prepares them
 at ``--image-size``. The same set is the VSI set. ``--dataset`` (and ``--vsi-dataset``) run on
 other data instead.
+
+Python writes bytecode for the suite's processes (as on a CI machine; a sandbox that sets
+``PYTHONDONTWRITEBYTECODE`` recompiles benchc on every start, about 1 s: ``--no-bytecode`` keeps
+that). ``--workers N`` runs the suite with ``pytest -n N`` (pytest-xdist).
 
 ``--reference COMMIT`` runs the same measurement with that commit's benchc (checked out with
 ``git worktree add`` into a temporary folder) in the same invocation, interleaved, and prints
@@ -125,18 +130,29 @@ def children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def suite(checkout: Path, url: str, root: Path, tag: str, args, server_pid: int) -> dict:
-    """One whole-suite run of ``checkout``'s benchc against ``url``: wall, requests, CPU."""
+def suite(
+    checkout: Path, url: str, root: Path, tag: str, args, server_pid: int, thresholds: str
+) -> dict:
+    """One whole-suite run of ``checkout``'s benchc against ``url``: wall, requests, CPU.
+    ``thresholds``: the folder it records into (``--snapshot-update``, the warm-up) or, given
+    as ``check:FOLDER``, checks against (a release gate's run: what is measured)."""
+    check = thresholds.startswith("check:")
     cmd = [sys.executable, "-m", "pytest", "benchc_tests/suite", "-q", "-p", "no:cacheprovider",
            f"--model=openai:bench@{url}", f"--dataset={args.dataset}",
            f"--vsi-dataset={args.vsi_dataset}", f"--image-size={args.image_size}",
            f"--corruptions={args.corruptions}", f"--results-dir={root / f'results-{tag}'}",
            f"--cache-dir={args.cache_dir or root / 'cache'}",
-           f"--thresholds-dir={root / f'thresholds-{tag}'}",
-           "--snapshot-update", "--progress=off"]  # fmt: skip
+           f"--thresholds-dir={thresholds.removeprefix('check:')}",
+           "--progress=off"]  # fmt: skip
+    if not check:
+        cmd.append("--snapshot-update")
+    if args.workers > 1:
+        cmd += ["-n", str(args.workers)]
     if args.profile:
         cmd[1:1] = ["-m", "cProfile", "-o", str(root / f"{tag}.prof")]
     env = {**os.environ, "PYTHONPATH": str(checkout)}
+    if not args.no_bytecode:  # as on a CI machine: imports read the .pyc files, not the sources
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     cpu0, server0, began = children_cpu_s(), proc_cpu_s(server_pid), time.perf_counter()
     done = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - began
@@ -167,6 +183,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="measured runs per side")
     parser.add_argument("--profile", action="store_true", help="cProfile the measured runs")
     parser.add_argument("--cache-dir", default=None, help="a corruption cache to reuse")
+    parser.add_argument("--workers", type=int, default=1, help="pytest -n (pytest-xdist)")
+    parser.add_argument("--no-bytecode", action="store_true",
+                        help="keep PYTHONDONTWRITEBYTECODE (each start recompiles)")  # fmt: skip
     args = parser.parse_args()
     import bench_client
 
@@ -188,14 +207,19 @@ def main() -> None:
             if args.reference:
                 sides[f"reference {args.reference}"] = checkout_ref(args.reference, root / "ref")
             print(f"cores {os.cpu_count()}, image size {args.image_size}, corruptions "
-                  f"{args.corruptions}, load {os.getloadavg()[0]:.2f}, a loopback server "
-                  "answering at once (its own process)")  # fmt: skip
-            for label, path in sides.items():  # fills the corruption cache; not measured
-                suite(path, url, root, f"warm-{len(label)}", args, server.pid)
+                  f"{args.corruptions}, pytest workers {args.workers}, bytecode "
+                  f"{'off' if args.no_bytecode else 'written'}, load {os.getloadavg()[0]:.2f}, "
+                  "a loopback server answering at once (its own process); measured: runs that "
+                  "check the thresholds the warm-up run recorded")  # fmt: skip
+            recorded = {}
+            for k, (label, path) in enumerate(sides.items()):  # fills the cache; not measured
+                recorded[label] = str(root / f"thresholds-{k}")
+                suite(path, url, root, f"warm-{k}", args, server.pid, recorded[label])
             got: dict[str, list[dict]] = {k: [] for k in sides}
             for r in range(args.repeat):
                 for k, (label, path) in enumerate(sides.items()):
-                    got[label].append(suite(path, url, root, f"m{r}-{k}", args, server.pid))
+                    check = f"check:{recorded[label]}"
+                    got[label].append(suite(path, url, root, f"m{r}-{k}", args, server.pid, check))
             print(f"{'side':<28} {'requests':>8} {'wall s':>7} {'requests/s':>10} "
                   f"{'benchc CPU ms/req':>18} {'server CPU ms/req':>18}")  # fmt: skip
             med = {}

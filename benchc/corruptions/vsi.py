@@ -79,6 +79,21 @@ def region_mask(
     region: Region, shape: tuple[int, int], *, dilate: int = VSI_DILATE_PX
 ) -> np.ndarray:
     """Bool (H, W) mask of ``region`` dilated by ``dilate`` px; errors name what is wrong."""
+    mask = _undilated_mask(region, shape)
+    _check_dilate(dilate)
+    if dilate:
+        mask = ndimage.distance_transform_edt(~mask) <= dilate
+    return mask
+
+
+def _check_dilate(dilate: int) -> None:
+    if isinstance(dilate, bool) or int(dilate) != dilate or dilate < 0:
+        raise ValueError(f"dilate must be a non-negative integer; got {dilate!r}")
+
+
+def _undilated_mask(region: Region, shape: tuple[int, int]) -> np.ndarray:
+    """:func:`region_mask` before the dilation (every check but the dilation's; cheap: the
+    dilation's distance transform is 3 ms at 448 px, so a cache hit skips it)."""
     h, w = shape
     if isinstance(region, np.ndarray):
         if region.shape != (h, w):
@@ -98,10 +113,6 @@ def region_mask(
         mask[cy0:cy1, cx0:cx1] = True
     if not mask.any():
         raise ValueError("region mask selects no pixels")
-    if isinstance(dilate, bool) or int(dilate) != dilate or dilate < 0:
-        raise ValueError(f"dilate must be a non-negative integer; got {dilate!r}")
-    if dilate:
-        mask = ndimage.distance_transform_edt(~mask) <= dilate
     return mask
 
 
@@ -178,27 +189,56 @@ def cached_blur(
         if region is None:
             return whole_blur(image_array, sigma), None
         return region_blur(image_array, region, sigma=sigma, dilate=dilate), None
-    from benchc.corruptions.batch import known_hash
-
-    content = content if content is not None else known_hash(image_array)
-    shape = image_array.shape
+    content, key = _blur_key(image_array, region, sigma, dilate, content)
+    hit = cache.read(key, image_array.shape)
+    if hit is not None:
+        return hit
     if region is None:
-        key = BlurKey(content, None, float(sigma), 0)
-        hit = cache.read(key, shape)
-        if hit is not None:
-            return hit
         out = _blurred(image_array, float(sigma))
     else:
-        mask = region_mask(region, shape[:2], dilate=dilate)  # checks the region first
-        key = BlurKey(content, region_digest(region), float(sigma), int(dilate))
-        hit = cache.read(key, shape)
-        if hit is not None:
-            return hit
         whole, _ = cached_blur(image_array, None, cache, sigma=sigma, content=content)
-        out = _composite(image_array, whole, mask)
+        out = _composite(image_array, whole, region_mask(region, whole.shape[:2], dilate=dilate))
     data = cache.store(key, out)
     out.flags.writeable = False
     return out, data
+
+
+def cached_blur_file(
+    image_array: np.ndarray,
+    region: Region | None,
+    cache: CorruptionCache,
+    *,
+    sigma: float = VSI_SIGMA,
+    dilate: int = VSI_DILATE_PX,
+    content: str | None = None,
+) -> tuple[bytes, str]:
+    """:func:`cached_blur`'s PNG file bytes and its pixels' CRC-32 for a backend that sends
+    files (a server): a stored blur is read and checked without decoding its pixels (5 ms of
+    a 448-px photograph's two blurs per run); a missing one is made and stored first."""
+    _check_image(image_array)
+    _, key = _blur_key(image_array, region, sigma, dilate, content)
+    hit = cache.read_file(key, image_array.shape)
+    if hit is not None:
+        return hit
+    from benchc.data.png import pixel_crc
+
+    out, data = cached_blur(image_array, region, cache, sigma=sigma, dilate=dilate, content=content)
+    assert data is not None  # a cache was given
+    return data, pixel_crc(out)
+
+
+def _blur_key(
+    image_array: np.ndarray, region: Region | None, sigma: float, dilate: int, content: str | None
+) -> tuple[str, BlurKey]:
+    """The image's content hash and the cache key of its blur; the region is checked first."""
+    from benchc.corruptions.batch import known_hash
+
+    content = content if content is not None else known_hash(image_array)
+    if region is None:
+        return content, BlurKey(content, None, float(sigma), 0)
+    _undilated_mask(region, image_array.shape[:2])
+    _check_dilate(dilate)
+    return content, BlurKey(content, region_digest(region), float(sigma), int(dilate))
 
 
 def _box(region: object) -> tuple[int, int, int, int]:

@@ -27,13 +27,15 @@ from benchc.corruptions import (
     READ_THREADS,
     CorruptionCache,
     cached_blur,
+    cached_blur_file,
     default_cache_root,
     iter_materialize,
     library_version,
     resolve_locator,
     scale_region,
 )
-from benchc.corruptions.batch import remember_hash
+from benchc.corruptions.batch import known_hash, remember_hash
+from benchc.corruptions.cache import PreparedKey
 from benchc.data.images import prepare
 from benchc.data.sample import Dataset
 from benchc.fsutil import slug
@@ -383,7 +385,20 @@ class SuiteRun:
             images.append(by_cond[key])
             files.append(encoded.get(key))
             crcs.append(pixel_crcs.get(key) if pixel_crcs is not None else None)
+        if key == spec.CLEAN and self.backend.reads_files:
+            files, crcs = self.clean_files(start, stop)
         return images, (files, crcs)
+
+    def clean_files(self, start: int, stop: int) -> tuple[list[bytes], list[str]]:
+        """Rows ``start:stop``'s prepared images as the PNG files a server backend sends, and
+        their pixels' CRC-32: stored on the corruption cache by the first run that sent them
+        (:class:`~benchc.corruptions.cache.PreparedKey`), so a later run encodes none."""
+        files, crcs = [], []
+        for array in self.prepared(start, stop):
+            data, crc = self.cache.file_of(PreparedKey(known_hash(array)), array)
+            files.append(data)
+            crcs.append(crc)
+        return files, crcs
 
     def start_prefetch(self, keys: Sequence[str]) -> None:
         """Warm the corruption cache for ``keys`` in a background thread, condition by
@@ -484,11 +499,24 @@ class SuiteRun:
         clean = self.prepared(start, stop)
         blurred, located, fallback, blurred_png = self._blurred(start, stop)
         whole, whole_png = [], []
-        for a, b, png, fell in zip(clean, blurred, blurred_png, fallback, strict=True):
-            w, w_png = (b, png) if fell else cached_blur(a, None, self.cache, sigma=spec.VSI_SIGMA)
+        region_files = _per_row(blurred_png)
+        for a, b, png, fell in zip(clean, blurred, region_files, fallback, strict=True):
+            w, w_png = (b, png) if fell else self._blur(a, None)
             whole.append(w)
             whole_png.append(w_png)
-        return VSIInputs(clean, blurred, located, fallback, whole, blurred_png, whole_png)
+        if self.backend.reads_files:
+            whole_png = ([f for f, _ in whole_png], [c for _, c in whole_png])
+        clean_png = self.clean_files(start, stop) if self.backend.reads_files else None
+        return VSIInputs(
+            clean, blurred, located, fallback, whole, blurred_png, whole_png, clean_png
+        )
+
+    def _blur(self, image: np.ndarray, region: Any) -> tuple[np.ndarray | None, Any]:
+        """One cached blur of a prepared image: its pixels and PNG file bytes, or, for a
+        backend that sends files, no pixels and ``(file bytes, pixels' CRC-32)``."""
+        if self.backend.reads_files:
+            return None, cached_blur_file(image, region, self.cache, sigma=spec.VSI_SIGMA)
+        return cached_blur(image, region, self.cache, sigma=spec.VSI_SIGMA)
 
     @cached_property
     def _vsi_pool(self) -> ThreadPoolExecutor:
@@ -512,43 +540,58 @@ class SuiteRun:
 
     def _blurred(
         self, start: int, stop: int
-    ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, list[bytes | None]]:
-        """:meth:`blurred` and each image's PNG file bytes: blurs are read from the corruption
-        cache when any earlier run made them (``cached_blur``), else made and stored there."""
+    ) -> tuple[list[np.ndarray | None], np.ndarray, np.ndarray, Any]:
+        """:meth:`blurred` and each image's PNG file bytes (:meth:`_blur`): blurs are read from
+        the corruption cache when any earlier run made them, else made and stored there."""
         n = stop - start
         images, located, fallback = [], np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-        files: list[bytes | None] = []
+        files: list[Any] = []
         for offset, (i, array) in enumerate(
             zip(range(start, stop), self.prepared(start, stop), strict=True)
         ):
             region = self.dataset[i].region
-            original = self.original(i) if region is not None or self.locator else None
-            src = original.size if original is not None else None
             if region is None and self.locator is not None:
+                original = self.original(i)
+                src = original.size
                 region = self.locator(original)
                 located[offset] = region is not None
+            elif region is not None:  # the annotation's frame: the header says it, no decoding
+                src = self.dataset[i].image().size
             if region is None:
                 fallback[offset] = True
             else:
                 dst = (array.shape[1], array.shape[0])
                 region = scale_region(region, src, dst)
-            image, png = cached_blur(array, region, self.cache, sigma=spec.VSI_SIGMA)
+            image, png = self._blur(array, region)
             images.append(image)
             files.append(png)
+        if self.backend.reads_files:  # (file bytes, CRC) pairs as _queries reads them
+            files = ([f for f, _ in files], [c for _, c in files])
         return images, located, fallback, files
 
 
+def _per_row(files: Any) -> list[Any]:
+    """Row by row, what :meth:`SuiteRun._blurred` gives: its file bytes, or for a backend that
+    sends files its ``(bytes list, CRC list)`` as ``(bytes, CRC)`` pairs."""
+    return list(zip(*files, strict=True)) if isinstance(files, tuple) else list(files)
+
+
 class VSIInputs(NamedTuple):
-    """One VSI chunk's images: clean, region-blurred (fallbacks marked), whole-blurred."""
+    """One VSI chunk's images: clean, region-blurred (fallbacks marked), whole-blurred.
+
+    For a backend that sends files (:attr:`Backend.reads_files`) the blurred images are
+    ``None`` (never decoded) and each ``*_png`` is ``(file bytes, pixels' CRC-32)`` lists;
+    else ``*_png`` holds each image's PNG file bytes on the corruption cache."""
 
     clean: list[np.ndarray]
-    blurred: list[np.ndarray]
+    blurred: list[np.ndarray | None]
     located: np.ndarray
     fallback: np.ndarray
-    whole: list[np.ndarray]
-    #: Each blurred image's PNG file bytes on the corruption cache (sent to servers as they are).
-    blurred_png: list[bytes | None] | None = None
-    whole_png: list[bytes | None] | None = None
+    whole: list[np.ndarray | None]
+    blurred_png: Any = None
+    whole_png: Any = None
+    #: The clean images' files for a backend that sends files (:meth:`SuiteRun.clean_files`).
+    clean_png: Any = None
 
 
 #: Bytes of prepared images a run keeps (least recently used dropped first): at 448 px about

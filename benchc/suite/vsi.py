@@ -99,7 +99,7 @@ def compute_vsi_batch(run: VSIRun, start: int, stop: int) -> dict[str, np.ndarra
             raise VSIUnavailable(f"{backend.name}: the backend returned no next-token distribution")
         return out
 
-    c = scored(run._queries(clean, start), features=in_pass)
+    c = scored(run._queries(clean, start, _files(inputs, 7)), features=in_pass)
     b = scored(run._queries(blurred, start, _files(inputs, 5)), features=in_pass)
     whole = run._queries(inputs[4], start, _files(inputs, 6))
     w = whole_pass(whole, fallback, b, scored)
@@ -136,6 +136,7 @@ def compute_vsi_batch(run: VSIRun, start: int, stop: int) -> dict[str, np.ndarra
     elif caps.vision_tower:
         try:
             arrays["features_clean"] = np.asarray(backend.vision_features(clean), np.float32)
+            blurred = _pixels(blurred, _files(inputs, 5))
             arrays["features_blur"] = np.asarray(backend.vision_features(blurred), np.float32)
         except NotImplementedError:
             pass  # no tower after all: the gap is undefined and says so
@@ -144,8 +145,21 @@ def compute_vsi_batch(run: VSIRun, start: int, stop: int) -> dict[str, np.ndarra
 
 def _files(inputs: Any, index: int) -> Any:
     """The PNG file bytes a run's VSI inputs carry at ``index`` (a blur read from or stored on
-    the corruption cache), or ``None`` (a run that gives only the images)."""
+    the corruption cache; for a files-only backend ``(file bytes, pixels' CRC-32)`` lists), or
+    ``None`` (a run that gives only the images)."""
     return inputs[index] if len(inputs) > index else None
+
+
+def _pixels(images: list[np.ndarray | None], files: Any) -> list[np.ndarray]:
+    """``images`` with each ``None`` (a blur a files-only backend was sent undecoded) decoded
+    from its cache file: for a tower that reads pixels."""
+    if all(image is not None for image in images):
+        return list(images)
+    from benchc.corruptions.cache import decode_rgb
+
+    data = files[0] if isinstance(files, tuple) else files
+    pairs = zip(images, data, strict=True)
+    return [decode_rgb(f) if image is None else image for image, f in pairs]
 
 
 def whole_pass(

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from benchc import spec
 from benchc.data import load_dataset, save_jsonl
 from benchc.data.synthetic import generate
 from benchc.models.base import Backend, BatchOutput, Query
@@ -476,8 +477,74 @@ def test_a_files_only_backend_gets_cache_files_undecoded_with_the_same_results(d
     run.stop_prefetch()
     for key in CONDITIONS:
         np.testing.assert_array_equal(got[key]["option_logits"], expected[key]["option_logits"])
-    corrupted = [q for q in files.sent if q.encoded is not None]
-    assert len(corrupted) == 2 * 20 and all(q.image is None for q in corrupted)
-    for q in corrupted:
+    assert len(files.sent) == 3 * 20 and all(q.encoded is not None for q in files.sent)
+    corrupted = [q for q in files.sent if q.image is None]
+    assert len(corrupted) == 2 * 20  # corrupted conditions: files, never decoded
+    for q in files.sent:
         assert q.pixel_crc == pixel_crc(decode_rgb(q.encoded))
-    assert sum(q.image is not None for q in files.sent) == 20  # the clean condition's pixels
+    clean = [q for q in files.sent if q.image is not None]  # the clean condition's own pixels
+    assert len(clean) == 20
+    for q in clean:  # ... and their file on the cache, holding exactly those pixels
+        np.testing.assert_array_equal(decode_rgb(q.encoded), q.image)
+
+
+def test_a_files_only_backends_second_run_encodes_no_clean_image(data_dir, tmp_path, monkeypatch):
+    """The clean images a server is sent are stored on the corruption cache by the first run
+    (content-addressed by their pixels): another model's run reads them, encoding nothing."""
+    from benchc.corruptions.cache import CorruptionCache
+
+    encoded: list[tuple[int, ...]] = []
+    plain_encode = CorruptionCache._encode
+
+    def counting(array):
+        encoded.append(array.shape)
+        return plain_encode(array)
+
+    monkeypatch.setattr(CorruptionCache, "_encode", staticmethod(counting))
+    inner = tiny_backend_cached()
+    first = _run(data_dir, tmp_path, FilesOnly(inner), "files-first")
+    first.condition(spec.CLEAN)
+    assert len(encoded) == 20
+    second_backend = FilesOnly(SecondModel(inner))
+    second = _run(data_dir, tmp_path, second_backend, "files-second")
+    encoded.clear()
+    got = second.condition(spec.CLEAN)
+    assert encoded == []
+    np.testing.assert_array_equal(
+        got["option_logits"], first.condition(spec.CLEAN)["option_logits"]
+    )
+
+
+def test_a_files_only_backends_vsi_run_decodes_no_blur_and_matches(data_dir, tmp_path):
+    """VSI through a backend that sends files: a second model blurs nothing and decodes no
+    blur; it is sent the cache's files of exactly the white-box path's blurs, and its VSI
+    arrays equal the white-box run's bit for bit."""
+    from benchc.corruptions import blur_calls
+    from benchc.corruptions.cache import decode_rgb, pixel_crc
+    from benchc.suite.vsi import vsi_arrays
+
+    inner = tiny_backend_cached()
+    white = _run(data_dir, tmp_path, inner, "vsi-white")
+    expected = vsi_arrays(white)
+    inputs = white._vsi_inputs(0, 20)
+    files = FilesOnly(SecondModel(inner))
+    run = _run(data_dir, tmp_path, files, "vsi-files")
+    before = blur_calls()
+    got = vsi_arrays(run)
+    assert blur_calls() - before == 0
+    for name, array in expected.items():
+        np.testing.assert_array_equal(got[name], array, err_msg=name)
+    assert all(q.encoded is not None for q in files.sent)
+    for q in files.sent:
+        assert q.pixel_crc == pixel_crc(decode_rgb(q.encoded))
+    # blurred passes: no pixels in the query, the file holds the white-box blur
+    blurred = [q for q in files.sent if q.image is None]
+    assert len(blurred) >= 20
+    want = {q.id: [] for q in blurred}
+    for i, (b, w) in enumerate(zip(inputs.blurred, inputs.whole, strict=True)):
+        want.setdefault(white.dataset[i].id, []).extend([b, w])
+    for q in blurred:
+        pixels = decode_rgb(q.encoded)
+        assert any(np.array_equal(pixels, w) for w in want[q.id]), q.id
+    again = run._vsi_inputs(0, 20)
+    assert all(b is None for b in again.blurred) and blur_calls() - before == 0
