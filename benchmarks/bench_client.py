@@ -72,6 +72,9 @@ _ANSWER = json.dumps(
 class _Instant(asyncio.Protocol):
     """HTTP/1.1 keep-alive: read headers and the Content-Length body, answer the canned JSON."""
 
+    #: A shared counter of the requests answered (``multiprocessing.Value``), or ``None``.
+    counter = None
+
     def connection_made(self, transport) -> None:
         self.transport, self.buf, self.need = transport, bytearray(), None
 
@@ -92,13 +95,19 @@ class _Instant(asyncio.Protocol):
                 return
             del self.buf[: self.need]
             self.need = None
+            if self.counter is not None:
+                with self.counter.get_lock():
+                    self.counter.value += 1
             self.transport.write(
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                 b"Content-Length: %d\r\n\r\n%s" % (len(_ANSWER), _ANSWER)
             )
 
 
-def _serve(port_queue) -> None:
+def _serve(port_queue, counter=None) -> None:
+    """Serve on a free loopback port (put on ``port_queue``); count requests in ``counter``."""
+    _Instant.counter = counter
+
     async def main() -> None:
         loop = asyncio.get_running_loop()
         server = await loop.create_server(_Instant, "127.0.0.1", 0, backlog=512)

@@ -21,7 +21,8 @@ other data instead.
 
 Python writes bytecode for the suite's processes (as on a CI machine; a sandbox that sets
 ``PYTHONDONTWRITEBYTECODE`` recompiles benchc on every start, about 1 s: ``--no-bytecode`` keeps
-that). ``--workers N`` runs the suite with ``pytest -n N`` (pytest-xdist).
+that). ``--workers N`` runs the measured suites with ``pytest -n N`` (pytest-xdist; the warm-up
+records in one process). Requests are counted by the server.
 
 ``--reference COMMIT`` runs the same measurement with that commit's benchc (checked out with
 ``git worktree add`` into a temporary folder) in the same invocation, interleaved, and prints
@@ -131,11 +132,19 @@ def children_cpu_s() -> float:
 
 
 def suite(
-    checkout: Path, url: str, root: Path, tag: str, args, server_pid: int, thresholds: str
+    checkout: Path,
+    url: str,
+    root: Path,
+    tag: str,
+    args,
+    server_pid: int,
+    thresholds: str,
+    answered,
 ) -> dict:
     """One whole-suite run of ``checkout``'s benchc against ``url``: wall, requests, CPU.
     ``thresholds``: the folder it records into (``--snapshot-update``, the warm-up) or, given
-    as ``check:FOLDER``, checks against (a release gate's run: what is measured)."""
+    as ``check:FOLDER``, checks against (a release gate's run: what is measured).
+    ``answered``: the server's request counter."""
     check = thresholds.startswith("check:")
     cmd = [sys.executable, "-m", "pytest", "benchc_tests/suite", "-q", "-p", "no:cacheprovider",
            f"--model=openai:bench@{url}", f"--dataset={args.dataset}",
@@ -145,23 +154,26 @@ def suite(
            f"--thresholds-dir={thresholds.removeprefix('check:')}",
            "--progress=off"]  # fmt: skip
     if not check:
-        cmd.append("--snapshot-update")
-    if args.workers > 1:
+        cmd.append("--snapshot-update")  # in one process: workers would race on the files
+    elif args.workers > 1:
         cmd += ["-n", str(args.workers)]
     if args.profile:
         cmd[1:1] = ["-m", "cProfile", "-o", str(root / f"{tag}.prof")]
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     if not args.no_bytecode:  # as on a CI machine: imports read the .pyc files, not the sources
         env.pop("PYTHONDONTWRITEBYTECODE", None)
+    requests0 = answered.value
     cpu0, server0, began = children_cpu_s(), proc_cpu_s(server_pid), time.perf_counter()
     done = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - began
     cpu, server = children_cpu_s() - cpu0, proc_cpu_s(server_pid) - server0
+    n = answered.value - requests0  # counted by the server: every worker's requests
     out = done.stdout + done.stderr
-    found = re.search(r"queries scored (\d+) by", out)
-    if done.returncode not in (0, 1) or found is None:
+    if done.returncode not in (0, 1) or n == 0:
         sys.exit(f"suite run failed ({done.returncode}):\n{out[-3000:]}")
-    n = int(found.group(1))
+    scored = sum(int(x) for x in re.findall(r"queries scored (\d+) by", out))
+    if "-n" not in cmd and scored != n:  # one process: its own count must be the server's
+        sys.exit(f"the suite says it scored {scored} queries; the server answered {n}")
     return {"wall": wall, "n": n, "rps": n / wall, "cpu_ms": 1000 * cpu / n,
             "server_ms": 1000 * server / n}  # fmt: skip
 
@@ -190,8 +202,8 @@ def main() -> None:
     import bench_client
 
     ctx = mp.get_context("spawn")
-    ports = ctx.Queue()
-    server = ctx.Process(target=bench_client._serve, args=(ports,), daemon=True)
+    ports, answered = ctx.Queue(), ctx.Value("q", 0)
+    server = ctx.Process(target=bench_client._serve, args=(ports, answered), daemon=True)
     server.start()
     url = f"http://127.0.0.1:{ports.get(timeout=60)}/v1"
     try:
@@ -214,12 +226,13 @@ def main() -> None:
             recorded = {}
             for k, (label, path) in enumerate(sides.items()):  # fills the cache; not measured
                 recorded[label] = str(root / f"thresholds-{k}")
-                suite(path, url, root, f"warm-{k}", args, server.pid, recorded[label])
+                suite(path, url, root, f"warm-{k}", args, server.pid, recorded[label], answered)
             got: dict[str, list[dict]] = {k: [] for k in sides}
             for r in range(args.repeat):
                 for k, (label, path) in enumerate(sides.items()):
                     check = f"check:{recorded[label]}"
-                    got[label].append(suite(path, url, root, f"m{r}-{k}", args, server.pid, check))
+                    run = suite(path, url, root, f"m{r}-{k}", args, server.pid, check, answered)
+                    got[label].append(run)
             print(f"{'side':<28} {'requests':>8} {'wall s':>7} {'requests/s':>10} "
                   f"{'benchc CPU ms/req':>18} {'server CPU ms/req':>18}")  # fmt: skip
             med = {}
