@@ -10,6 +10,9 @@ compresses worst, the heaviest request), scored on the log-prob path (one reques
 - **old** (the reference, measured in the same run): the previous client, reproduced here
   as it was: the cache's pixels re-encoded to PNG (default compression) per request, a new
   ``urllib`` connection per request, the same thread count.
+- **transport alone**: the backend's request bodies, built beforehand, sent over one pooled
+  ``httpx`` client by a thread pool (as the backend does) and by ``asyncio``
+  (``httpx.AsyncClient``), alternately, twice each: which client the requests themselves need.
 - **processes**: the new path spread over ``--processes`` client processes (what ``-n 2``
   does to one run: each xdist worker is one client), aggregate requests/s.
 
@@ -206,6 +209,65 @@ def old_path(url: str, root: Path, conditions: list[str], concurrency: int) -> N
                     list(pool.map(one, pairs[b : b + 16]))
 
 
+def transport(url: str, bodies: list[bytes], concurrency: int, kind: str) -> None:
+    """The same request bodies sent over one pooled ``httpx`` client of ``concurrency``
+    connections, by ``kind``: ``threads`` (a thread pool, as the backend does) or ``asyncio``
+    (``httpx.AsyncClient``, one event loop); each answer's JSON decoded."""
+    import httpx
+
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    headers = {"Content-Type": "application/json"}
+    target = f"{url}/chat/completions"
+    if kind == "threads":
+        with httpx.Client(limits=limits, headers=headers) as client:
+
+            def one(body: bytes) -> dict:
+                return client.post(target, content=body).json()
+
+            with ThreadPoolExecutor(concurrency) as pool:
+                list(pool.map(one, bodies))
+        return
+
+    async def run() -> None:
+        gate = asyncio.Semaphore(concurrency)
+        async with httpx.AsyncClient(limits=limits, headers=headers) as client:
+
+            async def one(body: bytes) -> dict:
+                async with gate:
+                    return (await client.post(target, content=body)).json()
+
+            await asyncio.gather(*(one(b) for b in bodies))
+
+    asyncio.run(run())
+
+
+def request_bodies(root: Path, conditions: list[str]) -> list[bytes]:
+    """The backend's own request bodies (:func:`~benchc.models.client.encode_body`) for every
+    testbed sample under ``conditions``, their images the cache's PNG files as stored."""
+    from benchc.corruptions import CorruptionCache, iter_materialize
+    from benchc.data.loaders import load_dataset
+    from benchc.models.client import encode_body
+    from benchc.models.proxy import image_data_url, image_url_part, png_bytes
+
+    ds = load_dataset(TESTBED)
+    cache = CorruptionCache(root / "cache")
+    out = []
+    items = [(s.id, s.image()) for s in ds]
+    for key in conditions:
+        files: dict[str, bytes] = {}
+        stream = iter_materialize(
+            items, [key], image_size=IMAGE_SIZE, seed=0, cache=cache, encoded=files
+        )
+        for (_, by_cond), sample in zip(stream, ds, strict=True):
+            png = files.get(key) or png_bytes(by_cond[key])
+            text = {"type": "text", "text": sample.question}
+            content = [text, image_url_part(image_data_url(None, png))]
+            body = {"model": "bench", "messages": [{"role": "user", "content": content}]}
+            body.update(temperature=0.0, max_tokens=1, logprobs=True, top_logprobs=20)
+            out.append(encode_body(body))
+    return out
+
+
 def _measure(fn, n: int) -> tuple[float, float]:
     """(requests/s, client CPU ms per request) of ``fn()`` scoring ``n`` requests."""
     cpu, wall = time.process_time(), time.perf_counter()
@@ -269,6 +331,15 @@ def main(argv: list[str] | None = None) -> int:
                   f"{new_cpu:6.1f} ms client CPU per request")  # fmt: skip
             print(f"new / old: {new_rps / old_rps:.1f}x requests/s, "
                   f"{old_cpu / new_cpu:.1f}x less client CPU per request")  # fmt: skip
+            bodies = request_bodies(root, conditions)
+            transport(url, bodies[:64], args.concurrency, "asyncio")  # warm both paths
+            transport(url, bodies[:64], args.concurrency, "threads")
+            for kind in ("threads", "asyncio", "threads", "asyncio"):
+                rps, cpu = _measure(
+                    lambda k=kind: transport(url, bodies, args.concurrency, k), len(bodies)
+                )
+                print(f"transport alone, {kind:<8} (httpx, bodies built): {rps:7.1f} "
+                      f"requests/s {cpu:6.2f} ms client CPU per request")  # fmt: skip
             if args.processes > 1:
                 k = args.processes
                 jobs = [
