@@ -72,7 +72,11 @@ print(json.dumps(out))
 
 def cpu_sides(args: argparse.Namespace) -> None:
     """Page CPU of this checkout against ``args.reference``, one child process per side and
-    round, interleaved."""
+    round, interleaved. Each child runs in its side's checkout: the run, baseline and VSI
+    folders are made absolute first (a relative one named the reference's own folder, or none)."""
+    args.run, args.baseline, args.vsi_run = (
+        None if p is None else Path(p).resolve() for p in (args.run, args.baseline, args.vsi_run)
+    )
     with tempfile.TemporaryDirectory() as tmp:
         ref = Path(tmp) / "reference"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(ref),
@@ -86,8 +90,10 @@ def cpu_sides(args: argparse.Namespace) -> None:
                     done = subprocess.run(
                         [sys.executable, "-c", CHILD, str(path), str(args.run),
                          str(args.baseline or ""), str(args.vsi_run or ""), str(args.repeat)],
-                        check=True, capture_output=True, text=True, env=env, cwd=path,
+                        capture_output=True, text=True, env=env, cwd=path,
                     )  # fmt: skip
+                    if done.returncode:
+                        sys.exit(f"{label} failed ({done.returncode}):\n{done.stderr[-3000:]}")
                     for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items():
                         got[label].setdefault(k, []).extend(v)
         finally:

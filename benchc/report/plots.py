@@ -1,4 +1,6 @@
-"""Report plots: the report document's numbers drawn as inline SVG with matplotlib.
+"""Report plots: the report document's numbers drawn as inline SVG with matplotlib; the
+cell matrices (the corruption x severity heatmaps, Fig. 7's family matrices) written straight
+as SVG by :mod:`benchc.report.svgmatrix`, in matplotlib's colormap colours (:data:`DIRECT_SVG`).
 
 Every function takes the document built by :mod:`benchc.report.data` and plots only what it
 holds, the first series solid and every other series (the baseline, or the runs compared)
@@ -23,6 +25,7 @@ import numpy as np
 from markupsafe import Markup
 
 from benchc import spec
+from benchc.report import svgmatrix
 from benchc.report.fmt import reference_series
 
 #: Smallest font of any figure text, in points. The page shows every figure at its own size
@@ -168,14 +171,6 @@ def _ticks(ax: Any) -> None:
     ax.tick_params(labelsize=TICK_PT)
 
 
-def _colorbar(fig: Any, im: Any, axes: Any, label: str) -> None:
-    """A colour bar beside ``axes`` that says what its colours measure."""
-    height = fig.get_size_inches()[1]
-    cb = fig.colorbar(im, ax=axes, shrink=0.9, aspect=max(15.0, 5 * height), pad=0.02)
-    cb.set_label(label, fontsize=LABEL_PT)
-    cb.ax.tick_params(labelsize=TICK_PT)
-
-
 # -- corruption x severity heatmaps -----------------------------------------------------------
 #: Signed alignment figures: their colour scales are centred on 0 (white = no change).
 SIGNED = ("ras", "r_c", "r_w")
@@ -204,9 +199,9 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
 
     The first panel's cells carry the gate status as a coloured frame and, when a second
     series exists, its value's change from that series under the value (none where it is
-    exactly 0). Each label is black or white by its cell's luminance.
+    exactly 0). Each label is black or white by its cell's luminance. Written straight as SVG
+    (:mod:`benchc.report.svgmatrix`); each panel's group has id ``heat-<figure>-<index>``.
     """
-    plt = _plt()
     axes_info = doc["axes"]
     fams = axes_info["families"]
     rows = [c for f in fams for c in fams[f]]
@@ -214,58 +209,57 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
     series = [s for s in doc["series"] if s.get("cells") and s["cells"].get(figure)]
     lo, hi = heat_limits(figure, series)
     cmap = "RdBu" if figure in SIGNED else "viridis"
-    n_p = max(1, len(series))
-    fig, axes = _subplots(1, n_p, (1.6 + 2.9 * n_p, 0.42 * len(rows) + 1.5))
     status = doc.get("cell_status", {})
     base = reference_series(series)
     ref = base["cells"][figure] if base is not None else None
-    im = None
-    for p, (ax, s) in enumerate(zip(axes[0], series, strict=False)):
+    panels = []
+    for p, s in enumerate(series):
         vals = s["cells"][figure]
         m = np.array([[_v(vals.get(f"{c}-{sev}")) for sev in sevs] for c in rows], dtype=np.float64)
-        im = ax.imshow(m, cmap=cmap, vmin=lo, vmax=hi, aspect="auto")
+        rgba = svgmatrix.colours(cmap, lo, hi, m)
+        labels, inks, frames = [], [], {}
         for r, c in enumerate(rows):
+            labels.append([])
+            inks.append([])
             for j, sev in enumerate(sevs):
                 key = f"{c}-{sev}"
                 v = m[r, j]
-                text = "–" if math.isnan(v) else cell_text(v)
+                lines = ["–" if math.isnan(v) else cell_text(v)]
                 if s is not base and ref is not None and ref.get(key) is not None:
                     d = v - ref[key]
                     if not math.isnan(v) and d != 0:  # candidate − baseline, under its value
-                        text += f"\n{cell_text(d, signed=True)}"
-                colour = "black" if math.isnan(v) else ink(im.cmap(im.norm(v)))
-                ax.text(j, r, text, ha="center", va="center", fontsize=HEAT_LABEL_PT,
-                        color=colour, linespacing=1.0, in_layout=False)  # fmt: skip
+                        lines.append(cell_text(d, signed=True))
+                labels[r].append(lines)
+                inks[r].append("black" if math.isnan(v) else ink(tuple(rgba[r, j])))
                 st = status.get(key) if p == 0 else None
                 if st in ("fail", "improved"):
-                    ax.add_patch(
-                        plt.Rectangle(
-                            (j - 0.5, r - 0.5),
-                            1,
-                            1,
-                            fill=False,
-                            lw=2.0,
-                            edgecolor=STATUS_COLOURS[st],
-                        )
-                    )
-        ax.set_xticks(range(len(sevs)), [str(x) for x in sevs])
-        ax.set_xlabel("severity", fontsize=LABEL_PT)
-        ax.set_title(s["label"], fontsize=LABEL_PT)
-        ax.set_yticks(range(len(rows)), rows if p == 0 else [""] * len(rows))
-        _ticks(ax)
-        start = 0
-        for fam in fams:
-            end = start + len(fams[fam])
-            if start:
-                ax.axhline(start - 0.5, color="white", lw=2.5)
-            if p == n_p - 1:
-                ax.text(len(sevs) - 0.4, (start + end - 1) / 2, fam, rotation=-90, va="center",
-                        fontsize=TICK_PT)  # fmt: skip
-            start = end
-    if im is not None:
-        _colorbar(fig, im, list(axes[0]), HEAT_LABELS.get(figure, figure))
-    fig.suptitle(title, fontsize=TITLE_PT)
-    return _svg(fig, f"heat-{figure}")
+                    frames[(r, j)] = STATUS_COLOURS[st]
+        panels.append(svgmatrix.Panel(m, labels, inks, [s["label"]], gid=f"heat-{figure}-{p}",
+                                      frames=frames))  # fmt: skip
+    groups, start = [], 0
+    for fam in fams:
+        groups.append((fam, start, start + len(fams[fam])))
+        start += len(fams[fam])
+    return svgmatrix.render(
+        svgmatrix.Matrix(
+            salt=f"heat-{figure}",
+            title=title,
+            panels=panels,
+            rows=rows,
+            columns=[str(x) for x in sevs],
+            xlabel="severity",
+            cmap=cmap,
+            lo=lo,
+            hi=hi,
+            bar_label=HEAT_LABELS.get(figure, figure),
+            groups=groups,
+            panel_width=190.0,
+            title_pt=TITLE_PT,
+            label_pt=LABEL_PT,
+            tick_pt=TICK_PT,
+            cell_pt=HEAT_LABEL_PT,
+        )
+    )
 
 
 def _finite(values: Any) -> bool:
@@ -351,31 +345,36 @@ def family_matrix(
         fam_rows = s["families"][fig_name]
         defined = any(_finite(fam_rows.get(f) or []) for f in fams)
         (panels if defined else empty).append((k, s, fig_name, name))
-    n_p = max(1, len(panels))
-    height = 0.42 * len(fams) + 1.5
-    fig, axes = _subplots(1, n_p, (1.4 + 2.3 * n_p, height))
-    im = None
-    for p, (ax, (k, s, fig_name, name)) in enumerate(zip(axes[0], panels, strict=False)):
+    drawn = []
+    for k, s, fig_name, name in panels:
         fam_rows = s["families"][fig_name]
-        m = np.array([[_v(x) for x in fam_rows.get(f) or [None] * len(sevs)] for f in fams])
-        im = ax.imshow(m, cmap="RdBu", vmin=-FAMILY_RANGE, vmax=FAMILY_RANGE, aspect="auto")
-        for r in range(m.shape[0]):
-            for j in range(m.shape[1]):
-                v = m[r, j]
-                if not math.isnan(v):
-                    ax.text(j, r, cell_text(v, signed=True), ha="center", va="center",
-                            fontsize=TICK_PT, color=ink(im.cmap(im.norm(v))),
-                            in_layout=False)  # fmt: skip
-        ax.set_gid(f"family-{fig_name}-{k}")
-        ax.set_xticks(range(len(sevs)), [str(x) for x in sevs])
-        ax.set_yticks(range(len(fams)), fams if p == 0 else [""] * len(fams))
-        _ticks(ax)
-        ax.set_xlabel("severity", fontsize=LABEL_PT)
-        ax.set_title(f"{name}\n{s['label']}", fontsize=LABEL_PT)
-    if im is not None:
-        _colorbar(fig, im, list(axes[0]), "signed RAS (white: 0)")
-    fig.suptitle("R_c and R_w by family and severity (Bench-C Fig. 7)", fontsize=TITLE_PT)
-    return _svg(fig, "family-matrix") + _not_drawn([f"{n} of {s['label']}" for _, s, _, n in empty])
+        m = np.array([[_v(x) for x in fam_rows.get(f) or [None] * len(sevs)] for f in fams],
+                     dtype=np.float64).reshape(len(fams), len(sevs))  # fmt: skip
+        rgba = svgmatrix.colours("RdBu", -FAMILY_RANGE, FAMILY_RANGE, m)
+        labels = [[[] if math.isnan(v) else [cell_text(v, signed=True)] for v in row] for row in m]
+        inks = [[ink(tuple(rgba[r, j])) for j in range(m.shape[1])] for r in range(m.shape[0])]
+        drawn.append(svgmatrix.Panel(m, labels, inks, [name, s["label"]],
+                                     gid=f"family-{fig_name}-{k}"))  # fmt: skip
+    svg = svgmatrix.render(
+        svgmatrix.Matrix(
+            salt="family-matrix",
+            title="R_c and R_w by family and severity (Bench-C Fig. 7)",
+            panels=drawn,
+            rows=fams,
+            columns=[str(x) for x in sevs],
+            xlabel="severity",
+            cmap="RdBu",
+            lo=-FAMILY_RANGE,
+            hi=FAMILY_RANGE,
+            bar_label="signed RAS (white: 0)",
+            panel_width=155.0,
+            title_pt=TITLE_PT,
+            label_pt=LABEL_PT,
+            tick_pt=TICK_PT,
+            cell_pt=TICK_PT,
+        )
+    )
+    return svg + _not_drawn([f"{n} of {s['label']}" for _, s, _, n in empty])
 
 
 # -- Fig. 5: the RAS component plane by correctness state -------------------------------------
@@ -739,6 +738,10 @@ PLOTS: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
 }
 
 
+#: Figures written straight as SVG (:mod:`benchc.report.svgmatrix`): no matplotlib Figure, so
+#: :func:`figures` has none of them.
+DIRECT_SVG = frozenset({"heatmap-ras", "heatmap-accuracy", "family-matrix"})
+
 #: Figures drawn in this process, by figure id and the digest of what they read of the document
 #: (least recently used dropped first): a page drawn again, or another page of the same run,
 #: draws no figure twice.
@@ -800,8 +803,10 @@ def render_all(doc: dict[str, Any], keys: Sequence[str] | None = None) -> dict[s
 def figures(doc: dict[str, Any], keys: Sequence[str] | None = None) -> dict[str, Any]:
     """The matplotlib Figures :func:`render_all` draws (of ``keys``), by their SVG salt, left
     open (not written) so a check can read the drawing itself: where legends and labels
-    landed, what each panel holds. The caller closes them."""
+    landed, what each panel holds. The caller closes them. The :data:`DIRECT_SVG` figures
+    have no Figure: they are not drawn here."""
     keep: dict[str, Any] = {}
+    keys = [k for k in (PLOTS if keys is None else keys) if k not in DIRECT_SVG]
     token = _KEEP.set(keep)
     try:
         render_all(doc, keys)

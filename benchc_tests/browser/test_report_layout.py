@@ -101,3 +101,41 @@ def test_a_mover_link_lands_on_its_card_on_a_phone(browser, small):  # noqa: F81
     said = card.locator(".card-answers .said").all_inner_texts()
     assert [s.split(":")[0] for s in said] == ["baseline", "candidate"]
     page.close()
+
+
+#: Every figure's texts whose box on screen is not inside the figure's own ``<svg>`` box (the
+#: figure's viewBox as drawn): [figure id, text, how far out in px].
+OUTSIDE = """() => {
+  const out = [];
+  for (const fig of document.querySelectorAll('figure.fig')) {
+    const svg = fig.querySelector(':scope > svg');
+    if (!svg) continue;
+    const f = svg.getBoundingClientRect();
+    for (const t of svg.querySelectorAll('text')) {
+      if (!t.textContent.trim()) continue;
+      const b = t.getBoundingClientRect();
+      const over = Math.max(f.left - b.left, f.top - b.top, b.right - f.right, b.bottom - f.bottom);
+      if (over > 0.5) out.push([fig.id, t.textContent.trim().slice(0, 40), over]);
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("which", ["small", "full", "compared"])
+def test_every_figure_label_lies_inside_its_figure(browser, which, request):  # noqa: F811
+    """No label is clipped: every text of every figure, as Chromium lays it out in its font,
+    lies inside its figure's box (the heatmaps and family matrices are written straight as SVG,
+    sized by benchc's own measure of their labels; the other figures by matplotlib's)."""
+    report = request.getfixturevalue(which)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(report.as_uri(), wait_until="load")
+    n = page.evaluate("document.querySelectorAll('figure.fig > svg text').length")
+    direct = page.evaluate(
+        "['heatmap-ras', 'heatmap-accuracy', 'family-matrix']"
+        ".map(k => document.querySelectorAll(`#fig-${k} svg text`).length)"
+    )
+    assert n > 100 and min(direct) > 10  # the labels were measured, not absent
+    outside = page.evaluate(OUTSIDE)
+    assert outside == [], f"{len(outside)} labels outside their figure: {outside[:5]}"
+    page.close()
