@@ -33,5 +33,7 @@ def test_bench_served_suite_counts_the_servers_requests_and_prints_ratios() -> N
         numbers = [float(x) for x in re.findall(r"\d+\.?\d*", line[len(label) :])]
         assert numbers[0] == 12 * 6 + 3 * 12, line  # every worker's requests, server-counted
         assert numbers[1] > 0 and numbers[2] == pytest.approx(numbers[0] / numbers[1], rel=0.06)
-        assert numbers[3] > 0 and numbers[4] > 0  # benchc's and the server's CPU, apart
+        # benchc's CPU and the server's apart (/proc counts the server's in 10-ms ticks: a
+        # miniature run's ~100 requests may not fill one)
+        assert numbers[3] > 0 and len(numbers) == 5 and numbers[4] >= 0
     assert any(line.startswith("this / reference") for line in out.splitlines()), out
