@@ -225,8 +225,10 @@ def main() -> None:
           "runs) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
     acc0 = ref.grid.figures()["accuracy"]
+    benign_unresolved: list[str] = []
     for name, kind, strength, target, out in variants:
         hits: Counter = Counter()
+        unresolved: Counter = Counter()
         n_fail = n_unres = 0
         for grid_rows, vsi_rows in rows:
             st = gate_statuses(resample(ref, grid_rows, vsi_rows),
@@ -234,6 +236,11 @@ def main() -> None:
             n_fail += bool(st["fail"])
             n_unres += bool(st["unresolved"]) and not st["fail"]
             hits.update(set(st["fail"]))
+            if not st["fail"]:
+                unresolved.update(set(st["unresolved"]))
+        if kind == "benign" and unresolved:
+            gates = ", ".join(f"{g} {c}/{len(rows)}" for g, c in sorted(unresolved.items()))
+            benign_unresolved.append(f"{name}: {gates}")
         ranked = sorted(hits.items(), key=lambda gc: (-gc[1], gc[0]))[:4]  # ties by name
         top = ", ".join(f"{g} {c / len(rows):.0%}" for g, c in ranked) or "-"
         d_acc = out.grid.figures()["accuracy"] - acc0
@@ -245,6 +252,8 @@ def main() -> None:
               f"| {rms:.4f} | {top} |", flush=True)  # fmt: skip
     t2 = time.perf_counter()
     print()
+    if benign_unresolved:  # which gates a benign variant left unresolved, in how many runs
+        print(f"# UNRESOLVED gates of benign variants: {'; '.join(benign_unresolved)}")
     print(
         f"# model runs {t_models:.0f} s, gate checks {t2 - t1:.0f} s "
         f"({(t2 - t1) / (len(variants) * len(rows)):.2f} s per variant x resample)"

@@ -46,3 +46,9 @@ def test_gate_power_runs_every_zoo_member_through_the_gates(tmp_path):
     benign = [r for r in rows if r.split("|")[2].strip() == "benign"]
     assert {"attention eager", "re-saved in bfloat16"} <= {r.split("|")[1].strip() for r in benign}
     assert all(r.split("|")[5].strip().endswith("/2") for r in benign)
+    # ... and a benign variant left UNRESOLVED is named with its gates under the table
+    note = [ln for ln in out.stdout.splitlines() if ln.startswith("# UNRESOLVED gates")]
+    unresolved = [r.split("|")[1].strip() for r in benign if r.split("|")[5].strip() != "0/2"]
+    assert bool(note) == bool(unresolved)
+    for name in unresolved:
+        assert f"{name}: " in note[0], note
