@@ -36,6 +36,7 @@ from benchc.corruptions import (
 )
 from benchc.corruptions.batch import known_hash, remember_hash
 from benchc.corruptions.cache import PreparedKey
+from benchc.corruptions.vsi import Region
 from benchc.data.images import prepare
 from benchc.data.sample import Dataset
 from benchc.fsutil import slug
@@ -511,7 +512,9 @@ class SuiteRun:
             clean, blurred, located, fallback, whole, blurred_png, whole_png, clean_png
         )
 
-    def _blur(self, image: np.ndarray, region: Any) -> tuple[np.ndarray | None, Any]:
+    def _blur(
+        self, image: np.ndarray, region: Region | None
+    ) -> tuple[np.ndarray | None, bytes | FileAndCrc | None]:
         """One cached blur of a prepared image: its pixels and PNG file bytes, or, for a
         backend that sends files, no pixels and ``(file bytes, pixels' CRC-32)``."""
         if self.backend.reads_files:
@@ -540,12 +543,12 @@ class SuiteRun:
 
     def _blurred(
         self, start: int, stop: int
-    ) -> tuple[list[np.ndarray | None], np.ndarray, np.ndarray, Any]:
+    ) -> tuple[list[np.ndarray | None], np.ndarray, np.ndarray, Encoded]:
         """:meth:`blurred` and each image's PNG file bytes (:meth:`_blur`): blurs are read from
         the corruption cache when any earlier run made them, else made and stored there."""
         n = stop - start
         images, located, fallback = [], np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-        files: list[Any] = []
+        files: list = []
         for offset, (i, array) in enumerate(
             zip(range(start, stop), self.prepared(start, stop), strict=True)
         ):
@@ -570,7 +573,15 @@ class SuiteRun:
         return images, located, fallback, files
 
 
-def _per_row(files: Any) -> list[Any]:
+#: One cached image as a files-only backend gets it: the file's bytes and its pixels' CRC-32.
+FileAndCrc = tuple[bytes, str]
+#: Rows of such files: ``(bytes per row, CRC-32 per row)``.
+FileRows = tuple[list[bytes], list[str]]
+#: Each row's PNG file bytes (``None`` where none), or, for a files-only backend, FileRows.
+Encoded = list[bytes | None] | FileRows
+
+
+def _per_row(files: Encoded) -> list:
     """Row by row, what :meth:`SuiteRun._blurred` gives: its file bytes, or for a backend that
     sends files its ``(bytes list, CRC list)`` as ``(bytes, CRC)`` pairs."""
     return list(zip(*files, strict=True)) if isinstance(files, tuple) else list(files)
@@ -588,10 +599,10 @@ class VSIInputs(NamedTuple):
     located: np.ndarray
     fallback: np.ndarray
     whole: list[np.ndarray | None]
-    blurred_png: Any = None
-    whole_png: Any = None
+    blurred_png: Encoded | None = None
+    whole_png: Encoded | None = None
     #: The clean images' files for a backend that sends files (:meth:`SuiteRun.clean_files`).
-    clean_png: Any = None
+    clean_png: FileRows | None = None
 
 
 #: Bytes of prepared images a run keeps (least recently used dropped first): at 448 px about
