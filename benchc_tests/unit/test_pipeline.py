@@ -548,3 +548,38 @@ def test_a_files_only_backends_vsi_run_decodes_no_blur_and_matches(data_dir, tmp
         assert any(np.array_equal(pixels, w) for w in want[q.id]), q.id
     again = run._vsi_inputs(0, 20)
     assert all(b is None for b in again.blurred) and blur_calls() - before == 0
+
+
+def test_a_files_only_backend_replaces_damaged_clean_and_blur_files(data_dir, tmp_path) -> None:
+    """A stored clean image or blur whose file was damaged (a flipped byte, a truncation) is
+    never sent: it is made and stored again, and the server gets the right pixels."""
+    from benchc.corruptions.cache import decode_rgb, pixel_crc
+    from benchc.suite.vsi import vsi_arrays
+
+    inner = tiny_backend_cached()
+    white = _run(data_dir, tmp_path, inner, "damage-white")
+    expected = vsi_arrays(white)
+    want = [*white.prepared(0, 20), *white._vsi_inputs(0, 20)[1], *white._vsi_inputs(0, 20)[4]]
+    first = FilesOnly(inner)
+    vsi_arrays(_run(data_dir, tmp_path, first, "damage-first"))  # stores the clean files too
+    assert sum(q.image is not None for q in first.sent) == 20
+    files = sorted((tmp_path / "cache").rglob("*.png"))
+    assert len(files) == 20 + 20 + 20  # clean, region-blurred, whole-blurred: one file each
+    for k, path in enumerate(files):  # every entry damaged, one way or the other
+        data = bytearray(path.read_bytes())
+        if k % 2:
+            data[len(data) // 2] ^= 0xFF
+        else:
+            del data[len(data) // 3 :]
+        path.write_bytes(bytes(data))
+    backend = FilesOnly(SecondModel(inner))
+    got = vsi_arrays(_run(data_dir, tmp_path, backend, "damage-files"))
+    for name, array in expected.items():
+        np.testing.assert_array_equal(got[name], array, err_msg=name)
+    assert len(backend.sent) == 3 * 20
+    for q in backend.sent:
+        pixels = decode_rgb(q.encoded)
+        assert q.pixel_crc == pixel_crc(pixels)
+        assert any(np.array_equal(pixels, w) for w in want), q.id
+    for path in files:  # stored again, whole
+        decode_rgb(path.read_bytes())
