@@ -228,11 +228,18 @@ class CorruptionCache:
     def file_of(self, key: Any, array: np.ndarray) -> tuple[bytes, str]:
         """Entry ``key``, which holds exactly ``array`` (a content-addressed key), as its PNG
         file's bytes and its pixels' CRC-32: read without decoding when stored
-        (:meth:`read_file`), else written first. For a server backend, which sends files."""
+        (:meth:`read_file`), else written first. For a server backend, which sends files.
+
+        A cache that cannot be written (a read-only mount of a warm cache) still gives the
+        file, encoded in memory: these entries only save a later run's encoding."""
         hit = self.read_file(key, array.shape)
         if hit is not None:
             return hit
-        return self.store(key, array), pixel_crc(array)
+        try:
+            data = self.store(key, array)
+        except OSError:
+            data = self._encode(array)
+        return data, pixel_crc(array)
 
     def put(self, key: CacheKey, array: np.ndarray) -> Path:
         """Store ``array`` with its pixel checksum, atomically."""

@@ -489,3 +489,31 @@ def test_filling_only_reads_no_warm_entry(tmp_path, monkeypatch):
     monkeypatch.setattr(CorruptionCache, "read", lambda *a, **k: pytest.fail("read"))
     monkeypatch.setattr(batch, "corrupt_array", lambda *a, **k: pytest.fail("computed"))
     assert len(list(iter_materialize(images(), conditions, keep=False, **kw))) == 3
+
+
+def test_file_of_stores_once_then_reads_and_survives_a_cache_it_cannot_write(tmp_path, monkeypatch):
+    """A server's clean image: encoded and stored the first time, read (not encoded) after;
+    where the cache cannot be written (a read-only mount) the file is still given, from
+    memory, with the same bytes."""
+    import benchc.corruptions.cache as cache_mod
+    from benchc.corruptions.cache import CorruptionCache, PreparedKey, decode_rgb, pixel_crc
+
+    img = np.random.default_rng(5).integers(0, 256, (24, 40, 3), dtype=np.uint8)
+    key = PreparedKey("c0ffee")
+    encodes = []
+    plain = CorruptionCache._encode
+    monkeypatch.setattr(
+        CorruptionCache, "_encode", staticmethod(lambda a: encodes.append(1) or plain(a))
+    )
+    cache = CorruptionCache(tmp_path / "rw")
+    data, crc = cache.file_of(key, img)
+    assert np.array_equal(decode_rgb(data), img) and crc == pixel_crc(img) and encodes == [1]
+    assert cache.file_of(key, img) == (data, crc) and encodes == [1]  # read, not encoded
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Read-only file system")
+
+    monkeypatch.setattr(cache_mod, "atomic_write", refuse)
+    readonly = CorruptionCache(tmp_path / "ro")
+    assert readonly.file_of(key, img) == (data, crc)
+    assert not any((tmp_path / "ro").rglob("*.png"))
