@@ -25,7 +25,6 @@ import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -225,7 +224,7 @@ class CorruptionCache:
             return None
         return data, pixels
 
-    def file_of(self, key: Any, array: np.ndarray) -> tuple[bytes, str]:
+    def file_of(self, key: PreparedKey, array: np.ndarray) -> tuple[bytes, str]:
         """Entry ``key``, which holds exactly ``array`` (a content-addressed key), as its PNG
         file's bytes and its pixels' CRC-32: read without decoding when stored
         (:meth:`read_file`), else written first. For a server backend, which sends files.

@@ -500,14 +500,12 @@ class SuiteRun:
         clean = self.prepared(start, stop)
         blurred, located, fallback, blurred_png = self._blurred(start, stop)
         whole, whole_png = [], []
-        region_files = _per_row(blurred_png)
-        for a, b, png, fell in zip(clean, blurred, region_files, fallback, strict=True):
+        for a, b, png, fell in zip(clean, blurred, blurred_png, fallback, strict=True):
             w, w_png = (b, png) if fell else self._blur(a, None)
             whole.append(w)
             whole_png.append(w_png)
-        if self.backend.reads_files:
-            whole_png = ([f for f, _ in whole_png], [c for _, c in whole_png])
         clean_png = self.clean_files(start, stop) if self.backend.reads_files else None
+        blurred_png, whole_png = _columns(blurred_png), _columns(whole_png)
         return VSIInputs(
             clean, blurred, located, fallback, whole, blurred_png, whole_png, clean_png
         )
@@ -543,8 +541,8 @@ class SuiteRun:
 
     def _blurred(
         self, start: int, stop: int
-    ) -> tuple[list[np.ndarray | None], np.ndarray, np.ndarray, Encoded]:
-        """:meth:`blurred` and each image's PNG file bytes (:meth:`_blur`): blurs are read from
+    ) -> tuple[list[np.ndarray | None], np.ndarray, np.ndarray, list]:
+        """:meth:`blurred` and each image's file as :meth:`_blur` gives it: blurs are read from
         the corruption cache when any earlier run made them, else made and stored there."""
         n = stop - start
         images, located, fallback = [], np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
@@ -568,8 +566,6 @@ class SuiteRun:
             image, png = self._blur(array, region)
             images.append(image)
             files.append(png)
-        if self.backend.reads_files:  # (file bytes, CRC) pairs as _queries reads them
-            files = ([f for f, _ in files], [c for _, c in files])
         return images, located, fallback, files
 
 
@@ -581,10 +577,12 @@ FileRows = tuple[list[bytes], list[str]]
 Encoded = list[bytes | None] | FileRows
 
 
-def _per_row(files: Encoded) -> list:
-    """Row by row, what :meth:`SuiteRun._blurred` gives: its file bytes, or for a backend that
-    sends files its ``(bytes list, CRC list)`` as ``(bytes, CRC)`` pairs."""
-    return list(zip(*files, strict=True)) if isinstance(files, tuple) else list(files)
+def _columns(rows: list) -> Encoded:
+    """Rows of files as :meth:`SuiteRun._queries` takes them: each row's PNG file bytes as
+    they are, or rows of ``(bytes, CRC-32)`` (a files-only backend's) as FileRows."""
+    if rows and isinstance(rows[0], tuple):
+        return [f for f, _ in rows], [c for _, c in rows]
+    return rows
 
 
 class VSIInputs(NamedTuple):
