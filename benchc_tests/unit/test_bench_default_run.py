@@ -4,12 +4,10 @@ unit-test module), so the benchmark cannot rot; its numbers are the full run's b
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from benchc_tests.unit.bench_scripts import ROOT, run_benchmark
 
 
 @pytest.mark.slow  # six pytest processes, each loading torch and the model: ~1-2 min on 2 cores
@@ -18,20 +16,11 @@ def test_bench_default_run_measures_both_commits_and_prints_ratios() -> None:
     known = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", "HEAD~1^{commit}"])
     reference = "HEAD~1" if known.returncode == 0 else "HEAD"
     mini = "benchc_tests/suite/test_cells.py benchc_tests/unit/test_spec_doc.py"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_default_run.py"),
-            f"--reference={reference}",
-            f"--pytest-args={mini} --corruptions=fog --severities=1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=ROOT,
+    out = run_benchmark(
+        "bench_default_run.py",
+        f"--reference={reference}",
+        f"--pytest-args={mini} --corruptions=fog --severities=1",
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    out = done.stdout
     for side in ("this", "reference"):
         for kind in ("cold", "warm"):
             assert any(line.startswith(f"{side:10s} {kind}") for line in out.splitlines()), out

@@ -4,28 +4,16 @@ corruption), so the benchmark cannot rot; its numbers are the full run's busines
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from benchc_tests.unit.bench_scripts import run_benchmark
 
 
 @pytest.mark.slow  # five pytest processes of the suite against a loopback server: ~30 s
 def test_bench_served_suite_counts_the_servers_requests_and_prints_ratios() -> None:
-    script = str(ROOT / "benchmarks" / "bench_served_suite.py")
     args = ["--image-size=96", "--samples=12", "--corruptions=gaussian_noise", "--workers=2"]
-    done = subprocess.run(
-        [sys.executable, script, *args, "--reference=HEAD"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    out = done.stdout
+    out = run_benchmark("bench_served_suite.py", *args, "--reference=HEAD", timeout=600)
     assert "12 crops of" in out and "pytest workers 2" in out and "bytecode written" in out
     # 12 samples x (clean + 5 severities) + the VSI set's clean, region and whole passes
     for label in ("this checkout", "reference HEAD"):
