@@ -19,6 +19,7 @@ from benchc.fsutil import display_path
 from benchc.gates import pipeline
 from benchc.gates.baselines import BaselineRef, available
 from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
+from benchc.suite.options import default_of
 
 #: Stands for the released checkpoint where benchc cannot know it.
 RELEASED = "<released checkpoint>"
@@ -30,12 +31,31 @@ _DEFAULTS = {"model": DEFAULT_MODEL, "dataset": DEFAULT_DATASET}
 def command(
     cfg: SuiteConfig, *, update: bool = False, extra: Sequence[str] = (), **overrides: Any
 ) -> str:
-    """This run's suite command (``overrides``: option fields set otherwise)."""
+    """This run's suite command (``overrides``: option fields set otherwise). A gate run's
+    command also keeps how the run gates (:func:`gate_policy`), so a printed fix gates as
+    strictly as the run that printed it."""
     if update and "limit" not in overrides:
         overrides["limit"] = None  # a baseline is recorded on the whole dataset
     cfg = replace(cfg, **overrides)
     settings = {k: getattr(cfg, k) for k in pipeline.RECORD_SETTINGS}
-    return pipeline.suite_command(settings, defaults=_DEFAULTS, update=update, extra=tuple(extra))
+    extra = tuple(extra) if update else (*gate_policy(cfg), *extra)
+    return pipeline.suite_command(settings, defaults=_DEFAULTS, update=update, extra=extra)
+
+
+def gate_policy(cfg: SuiteConfig) -> list[str]:
+    """The options of ``cfg`` that decide how a gate run gates and exits, where not their
+    defaults: the sequential look, the false-alarm budget, ``--strict-gates``,
+    ``--inconclusive``."""
+    out = []
+    if cfg.looks != default_of("looks"):
+        out += [f"--looks={cfg.looks}", f"--look={cfg.look}"]
+    if cfg.false_alarm_budget != default_of("false_alarm_budget"):
+        out.append(f"--false-alarm-budget={cfg.false_alarm_budget:g}")
+    if cfg.strict_gates:
+        out.append("--strict-gates")
+    if cfg.inconclusive is not None:
+        out.append(f"--inconclusive={cfg.inconclusive}")
+    return out
 
 
 def record_release(cfg: SuiteConfig, ref: BaselineRef, model: str | None = None) -> str:
@@ -136,4 +156,12 @@ def not_comparable(
     return "\n".join(lines)
 
 
-__all__ = ["RELEASED", "UNKNOWN", "command", "missing_baseline", "not_comparable", "record_release"]
+__all__ = [
+    "RELEASED",
+    "UNKNOWN",
+    "command",
+    "gate_policy",
+    "missing_baseline",
+    "not_comparable",
+    "record_release",
+]

@@ -19,7 +19,6 @@ from typing import Any
 
 from benchc.suite.config import SuiteConfig
 from benchc.suite.messages import command
-from benchc.suite.options import default_of
 
 
 def next_limit(records: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
@@ -51,16 +50,11 @@ def next_look(cfg: SuiteConfig, records: Sequence[Mapping[str, Any]]) -> list[st
         ]
     if cfg.look >= cfg.looks:
         return [f"UNRESOLVED at the last look ({cfg.look} of {cfg.looks}): the verdict stands"]
-    extra = [f"--looks={cfg.looks}", f"--look={cfg.look + 1}"]
-    if cfg.false_alarm_budget != default_of("false_alarm_budget"):
-        extra.append(f"--false-alarm-budget={cfg.false_alarm_budget:g}")
-    if cfg.strict_gates:
-        extra.append("--strict-gates")
     limit = None if take >= available else take
     return [
         f"next look ({cfg.look + 1} of {cfg.looks}) with {take} of the baseline's {available} "
         "samples, the same budget per look:",
-        f"    {command(cfg, limit=limit, extra=tuple(extra))}",
+        f"    {command(cfg, limit=limit, look=cfg.look + 1)}",
     ]
 
 

@@ -75,6 +75,31 @@ def test_every_printed_command_carries_every_comparability_setting(tmp_path):
     assert _reparse(command(cfg, baseline="other"), tmp_path).baseline == "other"
 
 
+def test_a_gate_runs_printed_commands_gate_as_it_does_and_a_recording_as_a_recording(tmp_path):
+    """A printed fix of a gate run (another setting, the next look) keeps how that run gates
+    and exits: a release CI that copies it stays as strict. Recording commands carry none."""
+    cfg = SuiteConfig.from_options(
+        {
+            "benchc_strict_gates": True,
+            "benchc_inconclusive": "warn",
+            "benchc_false_alarm_budget": "0.05",
+            "benchc_looks": "3",
+            "benchc_look": "2",
+        }.get,
+        rootdir=tmp_path,
+    )
+    back = _reparse(command(cfg, image_size=448), tmp_path)
+    assert back.image_size == 448
+    for key in ("strict_gates", "inconclusive", "false_alarm_budget", "looks", "look"):
+        assert getattr(back, key) == getattr(cfg, key), key
+    assert _reparse(command(cfg, look=3), tmp_path).look == 3
+    recording = command(cfg, update=True)
+    policy = ("--strict", "--inconclusive", "--false-alarm", "--look")
+    assert not any(option in recording for option in policy)
+    plain = SuiteConfig.from_options({}.get, rootdir=tmp_path)
+    assert not any(option in command(plain) for option in policy)  # defaults: nothing said
+
+
 def _record(status: str, figure: str, level: str, reason: str | None = None) -> dict:
     return {"case": f"{level}-{figure}", "scope": level, "level": level, "figure": figure,
             "status": status, "reason": reason, "baseline": 0.1, "current": 0.1,
