@@ -390,24 +390,17 @@ def test_rate_limit_spaces_request_starts() -> None:
         OpenAIProxyBackend("m", "http://x", rate_limit=0)
 
 
-def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) -> None:
-    """``pytest --model=openai:<model>@<url> --device=cpu`` (a TypeError before): 4 samples x 1
-    cell over real HTTP, the cases and model gates recorded, VSI as its top-k variant (the gap,
-    with no tower to probe, UNCHECKED), and the summary says how many queries each path
-    scored."""
+def _served_suite_args(server, tmp_path, *extra: str) -> list[str]:
+    """The suite's command line against the tiny server on four synthetic samples, one cell."""
     from benchc.data import save_jsonl
     from benchc.data.synthetic import generate
-    from benchc_tests.unit.suite_project import make_suite_project
 
     data = tmp_path / "four"
     save_jsonl(generate(4, 11), data)
-    project = make_suite_project(pytester)
-    args = [
+    return [
         "suite",
         f"--model=openai:tiny@{server.base_url}",
-        "--device=cpu",
-        "--dtype=float32",
-        "--model-args=concurrency=2,rate_limit=200",
+        *extra,
         f"--dataset={data}",
         "--corruptions=pixelate",
         "--severities=2",
@@ -417,6 +410,23 @@ def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) 
         "-p",
         "no:randomly",
     ]
+
+
+def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) -> None:
+    """``pytest --model=openai:<model>@<url> --device=cpu`` (a TypeError before): 4 samples x 1
+    cell over real HTTP, the cases and model gates recorded, VSI as its top-k variant (the gap,
+    with no tower to probe, UNCHECKED), and the summary says how many queries each path
+    scored."""
+    from benchc_tests.unit.suite_project import make_suite_project
+
+    project = make_suite_project(pytester)
+    args = _served_suite_args(
+        server,
+        tmp_path,
+        "--device=cpu",
+        "--dtype=float32",
+        "--model-args=concurrency=2,rate_limit=200",
+    )
     result = project.runpytest_inprocess(*args, "--snapshot-update")
     result.assert_outcomes(passed=1 + 1 + 10 + 2)  # cell, family, model, VSI (top-k variant)
     result.stdout.fnmatch_lines(
@@ -438,12 +448,8 @@ def test_a_served_run_loads_no_torch_nor_scikit_learn(server, pytester, tmp_path
     """A run against a server pays only for its model: the suite process imports neither torch
     (no device to pick, no CPU threads to set) nor scikit-learn nor scipy.stats (the gap's
     probe, AUROC and Spearman load them where they are used), about 3.5 s of a run's start."""
-    from benchc.data import save_jsonl
-    from benchc.data.synthetic import generate
     from benchc_tests.unit.suite_project import make_suite_project
 
-    data = tmp_path / "four"
-    save_jsonl(generate(4, 11), data)
     project = make_suite_project(pytester)
     loaded = tmp_path / "loaded.txt"
     pytester.makeconftest(
@@ -453,19 +459,7 @@ def test_a_served_run_loads_no_torch_nor_scikit_learn(server, pytester, tmp_path
         "    heavy = ('torch', 'transformers', 'sklearn', 'scipy.stats')\n"
         f"    open({str(loaded)!r}, 'w').write(' '.join(m for m in heavy if m in sys.modules))\n"
     )
-    args = [
-        "suite",
-        f"--model=openai:tiny@{server.base_url}",
-        f"--dataset={data}",
-        "--corruptions=pixelate",
-        "--severities=2",
-        f"--results-dir={tmp_path / 'results'}",
-        f"--cache-dir={tmp_path / 'cache'}",
-        f"--thresholds-dir={tmp_path / 'thresholds'}",
-        "-p",
-        "no:randomly",
-        "--snapshot-update",
-    ]
+    args = _served_suite_args(server, tmp_path, "--snapshot-update")
     result = project.runpytest_subprocess(*args)
     result.assert_outcomes(passed=1 + 1 + 10 + 2)
     assert loaded.read_text() == ""
