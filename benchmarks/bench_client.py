@@ -73,10 +73,13 @@ _ANSWER = json.dumps(
 
 # -- the server that answers at once --------------------------------------------------------
 class _Instant(asyncio.Protocol):
-    """HTTP/1.1 keep-alive: read headers and the Content-Length body, answer the canned JSON."""
+    """HTTP/1.1 keep-alive: read headers and the Content-Length body, answer the canned JSON
+    (``latency_s`` after the body arrived: a fleet replica's queue and prefill; 0: at once)."""
 
     #: A shared counter of the requests answered (``multiprocessing.Value``), or ``None``.
     counter = None
+    #: Seconds between a request's last byte and its answer (timers: no thread, no CPU).
+    latency_s = 0.0
 
     def connection_made(self, transport) -> None:
         self.transport, self.buf, self.need = transport, bytearray(), None
@@ -98,18 +101,27 @@ class _Instant(asyncio.Protocol):
                 return
             del self.buf[: self.need]
             self.need = None
-            if self.counter is not None:
-                with self.counter.get_lock():
-                    self.counter.value += 1
+            if self.latency_s > 0:
+                asyncio.get_running_loop().call_later(self.latency_s, self._answer)
+            else:
+                self._answer()
+
+    def _answer(self) -> None:
+        if self.counter is not None:
+            with self.counter.get_lock():
+                self.counter.value += 1
+        if not self.transport.is_closing():
             self.transport.write(
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                 b"Content-Length: %d\r\n\r\n%s" % (len(_ANSWER), _ANSWER)
             )
 
 
-def _serve(port_queue, counter=None) -> None:
-    """Serve on a free loopback port (put on ``port_queue``); count requests in ``counter``."""
+def _serve(port_queue, counter=None, latency_s: float = 0.0) -> None:
+    """Serve on a free loopback port (put on ``port_queue``); count requests in ``counter``;
+    answer each ``latency_s`` after it arrived."""
     _Instant.counter = counter
+    _Instant.latency_s = latency_s
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

@@ -153,6 +153,8 @@ def suite(
            f"--cache-dir={args.cache_dir or root / 'cache'}",
            f"--thresholds-dir={thresholds.removeprefix('check:')}",
            "--progress=off"]  # fmt: skip
+    if args.model_args:
+        cmd.append(f"--model-args={args.model_args}")
     if not check:
         cmd.append("--snapshot-update")  # in one process: workers would race on the files
     elif args.workers > 1:
@@ -198,12 +200,19 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="pytest -n (pytest-xdist)")
     parser.add_argument("--no-bytecode", action="store_true",
                         help="keep PYTHONDONTWRITEBYTECODE (each start recompiles)")  # fmt: skip
+    parser.add_argument("--latency-ms", type=float, default=0.0,
+                        help="the server answers each request this long after it arrived "
+                             "(a replica's queue and prefill); default 0: at once")  # fmt: skip
+    parser.add_argument("--model-args", default="",
+                        help="the suite's --model-args, e.g. concurrency=64")  # fmt: skip
     args = parser.parse_args()
     import bench_client
 
     ctx = mp.get_context("spawn")
     ports, answered = ctx.Queue(), ctx.Value("q", 0)
-    server = ctx.Process(target=bench_client._serve, args=(ports, answered), daemon=True)
+    server = ctx.Process(
+        target=bench_client._serve, args=(ports, answered, args.latency_ms / 1000), daemon=True
+    )
     server.start()
     url = f"http://127.0.0.1:{ports.get(timeout=60)}/v1"
     try:
@@ -218,11 +227,14 @@ def main() -> None:
             sides = {"this checkout": ROOT}
             if args.reference:
                 sides[f"reference {args.reference}"] = checkout_ref(args.reference, root / "ref")
+            answers = f"{args.latency_ms:g} ms after each request" if args.latency_ms else "at once"
             print(f"cores {os.cpu_count()}, image size {args.image_size}, corruptions "
                   f"{args.corruptions}, pytest workers {args.workers}, bytecode "
                   f"{'off' if args.no_bytecode else 'written'}, load {os.getloadavg()[0]:.2f}, "
-                  "a loopback server answering at once (its own process); measured: runs that "
-                  "check the thresholds the warm-up run recorded")  # fmt: skip
+                  f"model args {args.model_args or '(defaults)'}, a loopback server answering "
+                  f"{answers}"
+                  " (its own process); measured: runs that check the thresholds the warm-up run "
+                  "recorded")  # fmt: skip
             recorded = {}
             for k, (label, path) in enumerate(sides.items()):  # fills the cache; not measured
                 recorded[label] = str(root / f"thresholds-{k}")

@@ -139,6 +139,11 @@ class Backend(ABC):
         equals ``forward(q)`` exactly."""
         return self.forward(batch, distribution=distribution, top_k=top_k)
 
+    def release(self, batch: Any) -> None:
+        """What :meth:`prepare` returned will not run (a chunk built ahead and dropped): stop
+        whatever work it started (a server backend's requests not sent yet). Default: none."""
+        return None
+
     def vision_features(self, images: Sequence[np.ndarray]) -> np.ndarray:
         """Pooled final-layer vision-tower features (B, D): mean of patch tokens.
 

@@ -51,10 +51,12 @@ class Chunk:
                 progress(len(self.collator.plan[i]))
         return self.collator.restore(outputs)
 
-    def cancel(self) -> None:
+    def cancel(self, backend: Backend) -> None:
+        """Drop the batches not run yet; what their preparation started, ``backend`` releases."""
         for item in self.prepared:
             if isinstance(item, Future) and not item.cancel():
-                item.exception()  # let it finish: no build outlives its owner
+                if item.exception() is None:  # let it finish: no build outlives its owner
+                    backend.release(item.result())
 
 
 class Lookahead:
@@ -123,7 +125,7 @@ class Lookahead:
             if future.cancel():
                 continue
             try:
-                future.result().cancel()
+                future.result().cancel(self.backend)
             except Exception:  # a failed build ahead: the chunk, when needed, reports it
                 pass
 

@@ -37,7 +37,9 @@ import threading
 import weakref
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -198,6 +200,19 @@ SAMPLING_FIXES = (
 SEED_VERSION = ":px-crc"
 
 
+@dataclass
+class _InFlight:
+    """A batch whose requests :meth:`OpenAIProxyBackend.prepare` sent: a future per query."""
+
+    queries: list[Query]
+    futures: list[Future]
+
+    def cancel(self) -> None:
+        """Withdraw the requests not started yet (the started ones finish and are dropped)."""
+        for future in self.futures:
+            future.cancel()
+
+
 class OpenAIProxyBackend(Backend):
     """A model served behind ``POST {base_url}/chat/completions``: top-k log-probs first, the
     sampling proxy where they do not give every letter (see the module docstring).
@@ -303,6 +318,48 @@ class OpenAIProxyBackend(Backend):
     def forward(
         self, queries: Sequence[Query], *, distribution: bool = False, top_k: int | None = None
     ) -> BatchOutput:
+        self._check_forward(queries, distribution, top_k)
+        rows: list[dict] = []
+        if self._server_has_logprobs is None and self.logprobs:
+            rows.append(self._score(queries[0]))  # alone: it settles what the server gives
+        rows.extend(self._map(self._score, queries[len(rows) :]))
+        return self._output(queries, rows, top_k)
+
+    def prepare(self, queries: Sequence[Query]) -> Any:
+        """Send the batch's requests now: they queue on the ``concurrency`` connections behind
+        every batch sent before, so the connections stay busy across batch, chunk and condition
+        boundaries while the caller collects earlier batches (a fleet answering after L seconds
+        gives up to ``concurrency / L`` requests/s, not a stall at every boundary). Before the
+        session's first answer settles what the server gives, and at ``concurrency=1``, the
+        batch is sent by :meth:`forward_prepared`, as :meth:`forward` sends it. The rows, and
+        so every number, are the same either way: each request depends on its query alone."""
+        if not queries or self.concurrency == 1:
+            return list(queries)
+        if self.logprobs and self._server_has_logprobs is None:
+            return list(queries)
+        pool = self._http_pool()
+        return _InFlight(list(queries), [pool.submit(self._score, q) for q in queries])
+
+    def forward_prepared(
+        self, batch: Any, *, distribution: bool = False, top_k: int | None = None
+    ) -> BatchOutput:
+        if not isinstance(batch, _InFlight):
+            return self.forward(batch, distribution=distribution, top_k=top_k)
+        try:
+            self._check_forward(batch.queries, distribution, top_k)
+            rows = [future.result() for future in batch.futures]
+        except BaseException:
+            batch.cancel()
+            raise
+        return self._output(batch.queries, rows, top_k)
+
+    def release(self, batch: Any) -> None:
+        if isinstance(batch, _InFlight):
+            batch.cancel()
+
+    def _check_forward(
+        self, queries: Sequence[Query], distribution: bool, top_k: int | None
+    ) -> None:
         if distribution:
             raise NotImplementedError(
                 "a chat-completions server gives no full next-token distribution; "
@@ -315,10 +372,8 @@ class OpenAIProxyBackend(Backend):
             )
         if len(queries) == 0:
             raise ValueError("forward() needs at least one query")
-        rows: list[dict] = []
-        if self._server_has_logprobs is None and self.logprobs:
-            rows.append(self._score(queries[0]))  # alone: it settles what the server gives
-        rows.extend(self._map(self._score, queries[len(rows) :]))
+
+    def _output(self, queries: Sequence[Query], rows: list[dict], top_k: int | None) -> BatchOutput:
         if top_k is not None and any("top" not in r for r in rows):
             raise NotImplementedError(
                 f"{self.base_url} returned no top_logprobs: VSI's top-k variant needs them"
@@ -330,9 +385,14 @@ class OpenAIProxyBackend(Backend):
             return []
         if self.concurrency == 1:
             return [fn(q) for q in items]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="benchc-http")
-        return list(self._pool.map(fn, items))
+        return list(self._http_pool().map(fn, items))
+
+    def _http_pool(self) -> ThreadPoolExecutor:
+        """The ``concurrency`` request threads (one per keep-alive connection), made once."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="benchc-http")
+            return self._pool
 
     def notes(self) -> list[str]:
         """How many queries each path scored, and each capability the server lacked."""
