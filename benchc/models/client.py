@@ -78,13 +78,24 @@ def retry_after_s(value: str | None) -> float | None:
     return min(MAX_RETRY_AFTER_S, max(0.0, when.timestamp() - time.time()))
 
 
-class Verbatim(bytes):
+class Verbatim:
     """ASCII text that needs no JSON escaping (a base64 ``data:`` URL benchc built itself), kept
-    as bytes: the request body splices it in as it is. At 448 px a photograph's URL is ~0.4 MB;
-    as a ``str`` it was decoded, concatenated, escaped-scanned and encoded again per request
-    (0.6 ms of the client's 2.7)."""
+    as its byte pieces: the request body splices them in as they are, the one copy they are
+    ever made. At 448 px a photograph's URL is ~0.6 MB; as a ``str`` it was decoded,
+    concatenated, escape-scanned and encoded again per request (0.6 ms of the client's 2.7),
+    and as one ``bytes`` it was copied twice more."""
 
-    __slots__ = ()
+    __slots__ = ("parts",)
+
+    def __init__(self, *parts: bytes) -> None:
+        self.parts = parts
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.parts)
+
+    def decode(self) -> str:
+        """The text, as the JSON string holds it."""
+        return bytes(self).decode("ascii")
 
 
 def backoff_delay(
@@ -103,7 +114,7 @@ def backoff_delay(
 def encode_body(body: dict) -> bytes:
     """``json.dumps(body)`` as UTF-8, with every :class:`Verbatim` spliced in as a JSON string
     (one copy of its bytes)."""
-    spliced: list[bytes] = []
+    spliced: list[Verbatim] = []
     nonce = os.urandom(8).hex()  # no text a user wrote can collide with the placeholders
 
     def swap(value: Any) -> Any:
@@ -120,7 +131,7 @@ def encode_body(body: dict) -> bytes:
     pieces: list[bytes] = []
     for i, raw in enumerate(spliced):
         head, _, rest = rest.partition(f"\\u0000{nonce}-{i}\\u0000")
-        pieces += (head.encode(), raw)
+        pieces += (head.encode(), *raw.parts)
     pieces.append(rest.encode())
     return b"".join(pieces)
 

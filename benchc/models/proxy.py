@@ -27,7 +27,6 @@ vary across seeds are reported with the ``--model-args`` that make the server sa
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import io
 import json
@@ -42,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pybase64
 from PIL import Image
 
 from benchc.models.base import Backend, BatchOutput, Capabilities, Query
@@ -79,7 +79,7 @@ def image_data_url(image: np.ndarray | None, encoded: bytes | None = None) -> Ve
     instead of encoding the pixels again."""
     if encoded is None:
         encoded = png_bytes(image)
-    return Verbatim(b"data:image/png;base64," + base64.b64encode(encoded))
+    return Verbatim(b"data:image/png;base64,", pybase64.b64encode(encoded))
 
 
 #: PNG files of read-only arrays (the suite's prepared images, shared by every condition and

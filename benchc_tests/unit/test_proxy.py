@@ -222,7 +222,7 @@ def test_server_rejects_requests_without_an_image(server) -> None:
             {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
         )
     url = image_data_url(np.zeros((32, 32, 3), np.uint8))
-    assert url.startswith(b"data:image/png;base64,")
+    assert bytes(url).startswith(b"data:image/png;base64,")
 
 
 def test_proxy_rejects_bad_settings() -> None:
