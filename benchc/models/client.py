@@ -189,34 +189,44 @@ class ChatClient:
         self.throttled = 0
         self._learn_lock = threading.Lock()
         self._blind_failed = False
-        self._http: httpx.Client | None = None
+        self._local = threading.local()  # each request thread's own client (:meth:`_client`)
+        self._clients: list[httpx.Client] = []
         self._http_lock = threading.Lock()
 
     # -------------------------------------------------------------------------- connection
     def _client(self) -> httpx.Client:
-        """The pooled client, made on first use (so a backend can be built without a server
-        and a forked worker never shares a parent's sockets)."""
-        with self._http_lock:
-            if self._http is None:
-                headers = {"Content-Type": "application/json"}
-                key = os.environ.get(self.api_key_env)
-                if key:
-                    headers["Authorization"] = f"Bearer {key}"
-                self._http = httpx.Client(
-                    headers=headers,
-                    timeout=httpx.Timeout(self.timeout_s, connect=min(30.0, self.timeout_s)),
-                    limits=httpx.Limits(
-                        max_connections=self.concurrency,
-                        max_keepalive_connections=self.concurrency,
-                    ),
-                )
-            return self._http
+        """This thread's client, made on its first request (so a backend can be built without a
+        server, and a forked worker never shares a parent's sockets). Each request thread keeps
+        its own keep-alive connection (one per replica), so no request scans or locks a pool
+        shared by all: httpcore's pool does both per request, and at 128 connections it
+        doubled the client's CPU per request (docs/measurements.md)."""
+        local = self._local
+        client = getattr(local, "http", None)
+        if client is None or local.pid != os.getpid():
+            headers = {"Content-Type": "application/json"}
+            key = os.environ.get(self.api_key_env)
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+            per_thread = len(self.urls)
+            client = httpx.Client(
+                headers=headers,
+                timeout=httpx.Timeout(self.timeout_s, connect=min(30.0, self.timeout_s)),
+                limits=httpx.Limits(
+                    max_connections=per_thread, max_keepalive_connections=per_thread
+                ),
+            )
+            local.http, local.pid = client, os.getpid()
+            with self._http_lock:
+                self._clients.append(client)
+        return client
 
     def close(self) -> None:
+        """Close every thread's connections; a later request opens new ones."""
         with self._http_lock:
-            if self._http is not None:
-                self._http.close()
-                self._http = None
+            clients, self._clients = self._clients, []
+            self._local = threading.local()
+        for client in clients:
+            client.close()
 
     # -------------------------------------------------------------------------- requests
     def strip(self, body: dict) -> dict:
