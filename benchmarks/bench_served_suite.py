@@ -24,11 +24,16 @@ Python writes bytecode for the suite's processes (as on a CI machine; a sandbox 
 that). ``--workers N`` runs the measured suites with ``pytest -n N`` (pytest-xdist; the warm-up
 records in one process). Requests are counted by the server.
 
+``--latency-ms L`` makes the server answer each request L ms after it arrived (a replica's
+queue and prefill: timers in its event loop, no CPU), so the client's concurrency is what is
+measured too; ``--model-args`` passes the suite's (e.g. ``concurrency=64``).
+
 ``--reference COMMIT`` runs the same measurement with that commit's benchc (checked out with
 ``git worktree add`` into a temporary folder) in the same invocation, interleaved, and prints
 the ratios.
 
     python benchmarks/bench_served_suite.py --image-size 448 [--reference HEAD~1] [--repeat 1]
+    python benchmarks/bench_served_suite.py --latency-ms 200 --model-args concurrency=96
 """
 
 from __future__ import annotations
