@@ -11,7 +11,7 @@ from benchc.models.hf import HFBackend
 from benchc.suite.config import DEFAULT_MODEL, SuiteConfig
 from benchc.suite.session import SuiteSession
 from benchc.testing.serve import ChatServer, Quirks
-from benchc_tests.unit.test_proxy import running
+from benchc_tests.unit.http_stub import running
 
 pytestmark = pytest.mark.cluster
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 
 from benchc.models.client import ChatClient
-from benchc_tests.unit.test_proxy import running
+from benchc_tests.unit.http_stub import StubHandler, running
 
 
-class _KeepAlive(BaseHTTPRequestHandler):
+class _KeepAlive(StubHandler):
     """HTTP/1.1 keep-alive; records the client port of every request."""
 
     protocol_version = "HTTP/1.1"
@@ -24,13 +24,7 @@ class _KeepAlive(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.ports.append(self.client_address[1])
         data = b'{"choices": [{"message": {"content": "A"}}]}'
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args) -> None:
-        pass
+        self.reply(200, data)
 
 
 @pytest.fixture

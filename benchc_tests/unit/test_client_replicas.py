@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 
 from benchc.models.client import ChatClient
 from benchc.models.proxy import OpenAIProxyBackend
 from benchc.models.registry import load_backend
-from benchc_tests.unit.test_proxy import running
+from benchc_tests.unit.http_stub import StubHandler, running
 
 
-class _Replica(BaseHTTPRequestHandler):
+class _Replica(StubHandler):
     """Answers 503 to its first ``fail`` requests, then echoes which replica answered."""
 
     def do_POST(self) -> None:
@@ -26,13 +26,7 @@ class _Replica(BaseHTTPRequestHandler):
             busy = srv.calls <= srv.fail
         status, payload = (503, {"error": "busy"}) if busy else (200, {"replica": srv.name})
         data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args) -> None:
-        pass
+        self.reply(status, data)
 
 
 @pytest.fixture

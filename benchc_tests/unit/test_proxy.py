@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -34,6 +33,7 @@ from benchc.models.proxy import (
     token_letter,
 )
 from benchc.testing.serve import ChatServer, build_server
+from benchc_tests.unit.http_stub import StubHandler, running
 from benchc_tests.unit.test_models_hf import synthetic_queries, tiny_backend_cached
 
 pytest_plugins = ["pytester"]
@@ -86,18 +86,6 @@ def test_jeffreys_smoothing() -> None:
     assert np.all(np.isnan(p[1]))
 
 
-@contextmanager
-def running(srv: ThreadingHTTPServer):
-    """``srv`` serving from a daemon thread, shut down and closed afterwards."""
-    thread = threading.Thread(target=srv.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield srv
-    finally:
-        srv.shutdown()
-        srv.server_close()
-
-
 @pytest.fixture(scope="module")
 def server():
     with running(ChatServer(tiny_backend_cached(), seed=0)) as srv:
@@ -144,7 +132,7 @@ def test_server_samples_follow_the_model_distribution(server) -> None:
         assert abs(share - p) <= 4 * np.sqrt(p * (1 - p) / n) + 2 / n
 
 
-class _Flaky(BaseHTTPRequestHandler):
+class _Flaky(StubHandler):
     """Answers 503 ``fail`` times, then every choice ``"B"``; records auth headers."""
 
     def do_POST(self) -> None:
@@ -159,13 +147,7 @@ class _Flaky(BaseHTTPRequestHandler):
             status = 200
             choices = [{"index": i, "message": {"content": "B"}} for i in range(body["n"])]
             data = json.dumps({"choices": choices}).encode()
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args) -> None:
-        pass
+        self.reply(status, data)
 
 
 @pytest.fixture

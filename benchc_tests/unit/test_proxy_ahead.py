@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -19,13 +19,13 @@ import pytest
 from benchc.models.base import Query
 from benchc.models.pipeline import Lookahead
 from benchc.models.proxy import OpenAIProxyBackend
+from benchc_tests.unit.http_stub import StubHandler, running
 from benchc_tests.unit.test_models_hf import synthetic_queries
-from benchc_tests.unit.test_proxy import running
 
 LOGPROBS = (-0.5, -1.5, -2.0, -2.5)
 
 
-class _Gated(BaseHTTPRequestHandler):
+class _Gated(StubHandler):
     """Counts each request on arrival, then answers a canned top-k (letter A first) once the
     server's gate is open."""
 
@@ -39,13 +39,7 @@ class _Gated(BaseHTTPRequestHandler):
         content = [{"token": "A", "logprob": LOGPROBS[0], "top_logprobs": top}]
         answer = {"choices": [{"message": {"content": "A"}, "logprobs": {"content": content}}]}
         data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args) -> None:
-        pass
+        self.reply(200, data)
 
 
 @pytest.fixture

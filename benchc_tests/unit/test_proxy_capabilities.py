@@ -26,9 +26,9 @@ from benchc.models.proxy import (
 )
 from benchc.spec import format_question
 from benchc.testing.serve import ChatServer, Quirks, template_messages
+from benchc_tests.unit.http_stub import running
 from benchc_tests.unit.suite_project import make_suite_project
 from benchc_tests.unit.test_models_hf import synthetic_queries, tiny_backend_cached
-from benchc_tests.unit.test_proxy import running
 
 pytest_plugins = ["pytester"]
 
