@@ -1,8 +1,8 @@
-"""The HTTP side of the black-box backend: one pooled client per backend, fit for a fleet.
+"""The HTTP side of the black-box backend: one client per backend, fit for a fleet.
 
 Why not plain ``urllib``: a new TCP connection per request and no pooling cost ~48 ms of client
 CPU per 448 px query, which a GPU fleet answering hundreds per second would wait on. This keeps
-``concurrency`` keep-alive connections open (``httpx``), retries network errors and retryable
+a keep-alive connection open per request thread (``httpx``), retries network errors and retryable
 statuses with jittered exponential backoff, honours ``Retry-After`` on 429 / 503, reads the API
 key from the environment, and learns once per session which optional request fields the server
 rejects (a 400 / 422 naming them, or, when the error names nothing, by dropping them one at a

@@ -218,13 +218,15 @@ class OpenAIProxyBackend(Backend):
     sampling proxy where they do not give every letter (see the module docstring).
 
     The API key is read from the environment variable ``api_key_env`` (no header when unset,
-    e.g. for local servers). ``concurrency`` threads run queries of a batch in parallel over as
-    many keep-alive connections, ``rate_limit`` caps request starts per second across them;
-    each request is retried ``max_retries`` times with exponential backoff (or the server's
-    ``Retry-After``) on network errors and retryable statuses. Request seeds derive from
-    ``seed`` and the query, so a deterministic server gives identical results on rerun.
-    ``logprobs=False`` asks for samples only; ``extra_body`` is merged into every request
-    (server-specific switches, e.g. ``transformers serve``'s ``generation_config``).
+    e.g. for local servers). ``concurrency`` threads run queries in parallel, each over its own
+    keep-alive connection, a batch's requests sent when it is prepared (:meth:`prepare`: the
+    next batch's queue behind the one being collected); ``rate_limit`` caps request starts per
+    second across them; each request is retried ``max_retries`` times with exponential
+    backoff (or the server's ``Retry-After``) on network errors and retryable statuses.
+    Request seeds derive from ``seed`` and the query, so a deterministic server gives
+    identical results on rerun. ``logprobs=False`` asks for samples only; ``extra_body`` is
+    merged into every request (server-specific switches, e.g. ``transformers serve``'s
+    ``generation_config``).
     """
 
     def __init__(
