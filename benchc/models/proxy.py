@@ -335,9 +335,8 @@ class OpenAIProxyBackend(Backend):
         session's first answer settles what the server gives, and at ``concurrency=1``, the
         batch is sent by :meth:`forward_prepared`, as :meth:`forward` sends it. The rows, and
         so every number, are the same either way: each request depends on its query alone."""
-        if not queries or self.concurrency == 1:
-            return list(queries)
-        if self.logprobs and self._server_has_logprobs is None:
+        unsettled = self.logprobs and self._server_has_logprobs is None
+        if not queries or self.concurrency == 1 or unsettled:
             return list(queries)
         pool = self._http_pool()
         return _InFlight(list(queries), [pool.submit(self._score, q) for q in queries])
