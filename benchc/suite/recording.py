@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -50,17 +51,25 @@ def cause(figure: str, reason: str | None, baseline: Payload | None) -> str:
 
 def remedy(figure: str, reason: str | None, path: Path | str, baseline: Payload | None) -> str:
     """What to do about a gate that is undefined on its baseline (``reason``); ``path``: its
-    snapshot file, or words naming the files of several such gates."""
+    snapshot file, or words naming the files of several such gates. The rule to write is the
+    snapshot's own with ``:off`` appended (its direction and floor as recorded)."""
+    rules = [r for r in getattr(baseline, "rules", ()) if r.figure == figure]
+    off = (
+        f"changing its rule to '{replace(rules[0], off=True)}'"
+        if rules
+        else "adding ':off' to its rule"
+    )
+    switch = f"switch the gate off in {path} by {off} (re-recording keeps it off)"
     if figure == "gap":
+        if str(getattr(baseline, "info", {}).get("probe", "")).startswith("none"):
+            return (
+                f"gate the gap on a model whose vision tower benchc runs (white-box), or {switch}"
+            )
         return (
             f"record the baseline on a larger --vsi-dataset (more low-VSI samples of distinct "
-            f"images), or switch the gate off in {path} by changing its rule to "
-            f"'gap:higher:floor=0.05:off' (re-recording keeps it off)"
+            f"images), or {switch}"
         )
-    return (
-        f"record on a dataset where {figure} is defined, or switch the gate off in {path} by "
-        f"adding ':off' to its rule (re-recording keeps it off)"
-    )
+    return f"record on a dataset where {figure} is defined, or {switch}"
 
 
 def recorded_records(

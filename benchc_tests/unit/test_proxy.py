@@ -417,6 +417,12 @@ def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) 
     vsi = json.loads((tmp_path / "thresholds" / "tiny" / "test_vsi-gap.json").read_text())
     assert vsi["info"]["vsi_variant"] == "vsi_top20 (estimated)"
     assert vsi["info"]["probe"].startswith("none")
+    # no tower: a larger VSI set would not help, so the remedy does not say it would; the rule
+    # it prints is the snapshot's own, switched off
+    out = result.stdout.str()
+    (rule,) = [r for r in vsi["rules"] if r.startswith("gap:")]
+    assert "no vision tower" in out and "--vsi-dataset" not in out.split("remedy:")[1]
+    assert f"changing its rule to '{rule}:off'" in out
     # checked again: the gap has no vision tower to probe, so it is UNCHECKED, never silent,
     # and a failure under --strict-gates
     result = project.runpytest_inprocess(*args)
