@@ -20,6 +20,7 @@ import pytest
 from benchc.suite.activate import activate, suite_requested, usage_error
 from benchc.suite.keys import (
     BUDGET,
+    ERRORED,
     LOAD_ERROR,
     NOTES,
     OVERALL,
@@ -216,6 +217,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if workeroutput is not None:  # an xdist worker hands its results to the controller
         workeroutput["benchc_run_dirs"] = sorted(config.stash[RUN_DIRS])
         workeroutput["benchc_verdicts"] = list(config.stash[VERDICTS])
+        workeroutput["benchc_errored"] = list(config.stash[ERRORED])
         workeroutput["benchc_notes"] = _notes(config)
         if LOAD_ERROR in config.stash:
             workeroutput["benchc_error"] = config.stash[LOAD_ERROR]
@@ -269,6 +271,7 @@ def pytest_testnodedown(node, error) -> None:
         return
     stash[RUN_DIRS].update(out.get("benchc_run_dirs", []))
     stash[VERDICTS].extend(out.get("benchc_verdicts", []))
+    stash[ERRORED].extend(out.get("benchc_errored", []))
     if out.get("benchc_error"):
         stash[LOAD_ERROR] = out["benchc_error"]
     notes = stash.setdefault(NOTES, [])
@@ -288,10 +291,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 
     budget = config.stash.get(BUDGET, None)
     records = sorted(config.stash[VERDICTS], key=lambda r: (r["case"], r.get("figure") or ""))
+    recording = bool(config.getoption("update_snapshots", False))
+    errored = config.stash.get(ERRORED, [])
     lines = gate_summary(
         records,
         budget.describe() if budget is not None else None,
         overall=config.stash.get(OVERALL, None),
+        errored=[] if recording else errored,  # a recording says it in its own block
     )
     dirs = sorted(config.stash[RUN_DIRS])
     notes = _notes(config)
@@ -338,7 +344,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 
         for warning in baseline_warnings(_session(config).run):
             terminalreporter.write_line(f"WARNING: recorded a baseline while {warning}", red=True)
-        for line in recording_block(records, _session(config).baseline.label):
+        for line in recording_block(records, _session(config).baseline.label, errored):
             terminalreporter.write_line(line)
 
 

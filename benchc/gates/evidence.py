@@ -26,7 +26,8 @@ import numpy as np
 
 from benchc import spec
 from benchc.metrics.figures import evaluate, per_sample
-from benchc.metrics.grid import GridMetrics, grid_from_logits
+from benchc.metrics.grid import GridMetrics, grid_from_logits, split_conditions
+from benchc.metrics.options import require_answered
 from benchc.metrics.vsi import ProbeResult, low_pool, matched_control, pool_probe
 
 #: The benign re-measurement behind every minimal detectable regression (MDR): i.i.d. Gaussian
@@ -248,6 +249,8 @@ class GridEvidence(Evidence):
     # -- figures ----------------------------------------------------------------------------
     @cached_property
     def grid(self) -> GridMetrics:
+        clean, cube = split_conditions(self.logits, len(self.severities))
+        require_answered(clean, cube, self.n_options, self.ids, self.corruptions, self.severities)
         return grid_from_logits(
             self.logits,
             self.answers,

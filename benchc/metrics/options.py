@@ -7,11 +7,14 @@ on the right, so one array holds a whole grid; the mask keeps padding out of eve
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from benchc.spec import MAX_OPTIONS, MIN_OPTIONS, OPTION_MASS_FLAG
+from benchc.spec import CLEAN, MAX_OPTIONS, MIN_OPTIONS, OPTION_MASS_FLAG, condition_key
 
 __all__ = [
+    "UnansweredPairs",
     "alignment",
     "alignment_from_top",
     "confidence",
@@ -23,6 +26,7 @@ __all__ = [
     "option_probs",
     "predictions",
     "probs_option_first",
+    "require_answered",
     "to_option_first",
     "top_option_first",
     "validate_answers",
@@ -231,6 +235,51 @@ def alignment_from_top(pred: np.ndarray, conf: np.ndarray, answers: np.ndarray) 
     """C from precomputed top-1 index and confidence; ``answers`` (N,) broadcast over the rest."""
     y = np.asarray(answers).reshape((-1,) + (1,) * (pred.ndim - 1))
     return np.abs((pred == y).astype(conf.dtype) - conf)
+
+
+class UnansweredPairs(ValueError):
+    """Pairs with no option distribution at all (docs/spec.md §3: a sampling proxy's query none of
+    whose replies named an option, N_valid = 0)."""
+
+
+def require_answered(
+    clean: np.ndarray,
+    cube: np.ndarray,
+    n_options: np.ndarray,
+    ids: Sequence[str],
+    corruptions: Sequence[str],
+    severities: Sequence[int],
+) -> None:
+    """Raise :class:`UnansweredPairs` naming the (sample id, condition) pairs whose every one of
+    the sample's K option logits is NaN, over the clean (N, K_max) and corrupted (N, D, L, K_max)
+    logits of ``corruptions`` x ``severities``.
+
+    Such a pair is invalid (docs/spec.md §3); the figures do not exclude invalid pairs yet, so
+    a caller stops with this message, which names samples and conditions, instead of the
+    metrics layer's "option logit is nan", which names array indices."""
+    logits = {CLEAN: np.asarray(clean)}
+    for d, corruption in enumerate(corruptions):
+        for s, severity in enumerate(severities):
+            logits[condition_key(corruption, severity)] = np.asarray(cube)[:, d, s]
+    n_options = np.asarray(n_options)
+    bad: list[tuple[str, str]] = []
+    for key, arr in logits.items():
+        within = option_mask(n_options, arr.shape[-1])
+        rows = np.flatnonzero((np.isnan(arr) | ~within).all(axis=-1))
+        bad += [(str(ids[i]), key) for i in rows]
+    if not bad:
+        return
+    total = len(n_options) * len(logits)
+    shown = ", ".join(f"sample {sid!r} under {key}" for sid, key in bad[:5])
+    more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+    raise UnansweredPairs(
+        f"{len(bad)} of {total} (sample, condition) pairs have no option distribution: "
+        f"{shown}{more}. Every option logit of such a pair is NaN, which is what a sampling "
+        "proxy stores when none of a query's sampled replies named an option (N_valid = 0, "
+        "docs/spec.md §3): the model answered those prompts with no option letter or text. "
+        "An invalid pair is not excluded from the figures yet (docs/spec.md §3, known "
+        "departure), so they cannot be computed."
+    )
 
 
 def low_option_mass(option_mass: np.ndarray, threshold: float = OPTION_MASS_FLAG) -> np.ndarray:

@@ -23,6 +23,7 @@ import numpy as np
 from benchc import spec
 from benchc.gates.evidence import vsi_values
 from benchc.metrics import GridMetrics, compute_grid
+from benchc.metrics.options import require_answered
 from benchc.metrics.ranking import TABLE_VI_METRICS, rank_mismatch
 from benchc.metrics.signals import spearman_bootstrap_ci, spearman_permutation
 from benchc.report.data import num, nums
@@ -215,6 +216,8 @@ def _sub_grid(
     k = int(run.n_options[rows].max())
     cube = run.logits[rows][:, ci][:, :, si][..., :k]  # type: ignore[index]
     clean = run.clean_logits[rows][:, :k]  # type: ignore[index]
+    ids = [run.ids[i] for i in rows]
+    require_answered(clean, cube, run.n_options[rows], ids, cs, ss)
     return compute_grid(clean, cube, run.answers[rows], run.n_options[rows], corruptions=tuple(cs))
 
 

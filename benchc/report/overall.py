@@ -6,7 +6,9 @@ facts about the two runs (:func:`run_facts`), and every output renders that same
 terminal summary, ``report.json`` (``overall``), the page's verdict banner, the JUnit suite
 properties and the GitHub step summary.
 
-* ``fail``: a gate failed (the exit code says so as before).
+* ``fail``: a gate failed, or a gated case raised before its gates were checked (its figures
+  could not be computed, so the other cases' gates cannot vouch for it); the exit code says so
+  as before.
 * ``unresolved``: no gate failed, but a gated figure moved the worse way by more than its
   printed minimal detectable regression while staying inside this run's own, widened tolerance
   (samples moved both ways): the gate promised to catch a change that size and could not tell.
@@ -59,6 +61,9 @@ BLIND_TV = 0.01
 EXIT_INCONCLUSIVE = 6
 #: ``--inconclusive`` values.
 MODES: tuple[str, ...] = ("warn", "fail")
+#: The count (in :attr:`Overall.counts`) and reason kind of gated cases that raised before
+#: their gates were checked.
+ERROR = "error"
 
 Record = Mapping[str, Any]
 #: Gate statuses that were checked (able to fail).
@@ -67,9 +72,9 @@ CHECKED: tuple[str, ...] = ("pass", "fail", "unresolved", "improved")
 
 @dataclass(frozen=True)
 class Reason:
-    """One cause, once: ``kind`` (``failed``, ``unresolved``, ``powerless``, ``unchecked``,
-    ``not_answering``, ``ungated_change``, ``image_blind``), its text and how many gates it
-    covers."""
+    """One cause, once: ``kind`` (``error``, ``failed``, ``unresolved``, ``powerless``,
+    ``unchecked``, ``not_answering``, ``ungated_change``, ``image_blind``), its text and how
+    many gates it covers."""
 
     kind: str
     text: str
@@ -117,7 +122,11 @@ class Overall:
         n_fail = self.counts.get("fail", 0)
         checked = sum(self.counts.get(s, 0) for s in CHECKED)
         if self.state == "fail":
-            return f"FAIL: {n_fail} gate(s) failed"
+            n_err = self.counts.get(ERROR, 0)
+            raised = f"{n_err} gated case(s) raised before their gates were checked"
+            if not n_err:
+                return f"FAIL: {n_fail} gate(s) failed"
+            return f"FAIL: {n_fail} gate(s) failed, {raised}" if n_fail else f"FAIL: {raised}"
         if self.state == "unresolved":
             n = self.counts.get("unresolved", 0)
             return (
@@ -278,6 +287,30 @@ def decide(records: Iterable[Record], facts: Facts | None = None) -> Overall:
     if unresolved:
         return Overall("unresolved", (*unresolved, *doubts), counts, facts)
     return Overall("inconclusive" if doubts else "pass", tuple(doubts), counts, facts)
+
+
+def raised(errored: Sequence[Mapping[str, str]]) -> list[str]:
+    """One line per distinct error of the gated cases that raised (``{"case", "error"}`` each):
+    ``"12 case(s) raised (test_cell[fog-1], ... and 9 more): ValueError: ..."``."""
+    by_error: dict[str, list[str]] = {}
+    for e in sorted(errored, key=lambda e: str(e.get("case"))):  # xdist: in any order
+        by_error.setdefault(str(e.get("error")), []).append(str(e.get("case")))
+    out = []
+    for error, cases in by_error.items():
+        more = f" and {len(cases) - 3} more" if len(cases) > 3 else ""
+        out.append(f"{len(cases)} case(s) raised ({', '.join(cases[:3])}{more}): {error}")
+    return out
+
+
+def with_errors(overall: Overall, errored: Sequence[Mapping[str, str]]) -> Overall:
+    """``overall`` failed by the gated cases that raised before their gates were checked: none
+    of their gates has a record, so without this the verdict would be decided on the cases that
+    did not raise."""
+    if not errored:
+        return overall
+    reasons = [Reason(ERROR, text) for text in raised(errored)]
+    counts = {**overall.counts, ERROR: len(errored)}
+    return Overall("fail", (*reasons, *overall.reasons), counts, overall.facts)
 
 
 def _fact_reasons(facts: Facts, checked: Sequence[Record]) -> list[Reason]:

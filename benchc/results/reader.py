@@ -21,6 +21,7 @@ import numpy as np
 
 from benchc import spec
 from benchc.metrics import GridMetrics, compute_grid
+from benchc.metrics.options import require_answered
 from benchc.results.store import StoreError, load_npz, read_manifest
 
 #: Stored name of the per-sample table (ids, answers, option counts).
@@ -108,6 +109,14 @@ class StoredRun:
         """Every Bench-C figure of the stored grid (None without a complete grid)."""
         if self.logits is None or self.clean_logits is None:
             return None
+        require_answered(
+            self.clean_logits,
+            self.logits,
+            self.n_options,
+            self.ids,
+            self.corruptions,
+            self.severities,
+        )
         return compute_grid(
             self.clean_logits,
             self.logits,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from benchc.suite.keys import RUN_DIRS, SESSION, VERDICTS
+from benchc.suite.keys import ERRORED, RUN_DIRS, SESSION, VERDICTS
 from benchc.suite.options import given_explicitly
 
 #: The plugin's module name (its ``pytest11`` entry point's name too).
@@ -85,6 +85,7 @@ def activate(config: pytest.Config) -> SuiteSession:
     state = SuiteSession(cfg)
     config.stash[RUN_DIRS] = set()
     config.stash[VERDICTS] = []
+    config.stash[ERRORED] = []
     config.stash[SESSION] = state
     if config.get_verbosity() < 0:  # -q: no weight-loading bars
         quiet_progress_bars()

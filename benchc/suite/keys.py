@@ -20,6 +20,8 @@ LOAD_ERROR = pytest.StashKey[str]()
 
 #: Every gate's verdict record (:meth:`benchc.gates.Outcome.to_dict`), for summary and report.
 VERDICTS = pytest.StashKey[list]()
+#: Every gated case that raised an error before its gates were checked: ``{"case", "error"}``.
+ERRORED = pytest.StashKey[list]()
 #: The run's false-alarm budget split over the gates that were collected.
 BUDGET = pytest.StashKey["ErrorBudget"]()
 #: The run's one verdict (:class:`benchc.report.overall.Overall`), decided once at session end.

@@ -10,39 +10,64 @@ status).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from benchc.suite.keys import OVERALL, RUN_DIRS, SESSION, SUITE_PROPERTY, VERDICTS
+from benchc.suite.keys import ERRORED, OVERALL, RUN_DIRS, SESSION, SUITE_PROPERTY, VERDICTS
 
 if TYPE_CHECKING:  # the report's stack loads at session end, not with the plugin
     from benchc.report.overall import Overall
 
 
 def session_overall(
-    run_dirs: Iterable[str], verdicts: list[dict] | None, baseline_folder: Path | None
+    run_dirs: Iterable[str],
+    verdicts: list[dict] | None,
+    baseline_folder: Path | None,
+    errored: Sequence[Mapping[str, str]] = (),
 ) -> Overall | None:
-    """The verdict from the gate records and the stored run against the baseline; None when
-    no gate was checked (a recording). A run that cannot be read back is decided on its records
-    alone."""
-    from benchc.report.overall import decide
+    """The verdict from the gate records and the stored run against the baseline, failed by
+    every gated case that raised before its gates were checked (``errored``); None when no gate
+    was checked and none raised (a recording). A run that cannot be read back is decided on its
+    records alone."""
+    from benchc.report.overall import decide, with_errors
     from benchc.report.write import assess
     from benchc.results.reader import group_runs
     from benchc.results.store import StoreError
 
     records = [v for v in verdicts or [] if v.get("status") != "recorded"]
     if not records:
-        return None
+        return with_errors(decide(records), errored) if errored else None
     groups = group_runs([Path(d) for d in sorted(run_dirs)])
     if len(groups) != 1:
-        return decide(records)
+        return with_errors(decide(records), errored)
     try:
-        return assess(groups[0][0], baseline_folder, records, groups[0][1])
+        overall = assess(groups[0][0], baseline_folder, records, groups[0][1])
     except (StoreError, OSError, ValueError):
-        return decide(records)
+        overall = decide(records)
+    return with_errors(overall, errored)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Remember a gated case that raised (not a gate's own failure, nor a skip): its gates
+    were never checked, so the verdict cannot be PASS and a recording recorded nothing for it."""
+    outcome = yield
+    report = outcome.get_result()
+    config = item.config
+    if (
+        not report.failed
+        or call.excinfo is None
+        or ERRORED not in config.stash
+        or "benchc_gate" not in getattr(item, "fixturenames", ())
+        or call.excinfo.errisinstance((pytest.fail.Exception, pytest.skip.Exception))
+    ):
+        return
+    first = str(call.excinfo.value).strip().splitlines()
+    error = f"{call.excinfo.typename}: {first[0] if first else ''}".rstrip(": ")
+    config.stash[ERRORED].append({"case": item.name, "when": call.when, "error": error})
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -54,7 +79,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if config.getoption("update_snapshots", False) or not state.started:
         return
     overall = session_overall(
-        config.stash[RUN_DIRS], config.stash.get(VERDICTS, []), state.baseline.folder
+        config.stash[RUN_DIRS],
+        config.stash.get(VERDICTS, []),
+        state.baseline.folder,
+        config.stash.get(ERRORED, []),
     )
     if overall is None:
         return

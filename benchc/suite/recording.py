@@ -92,14 +92,30 @@ def recorded_records(
     return out
 
 
-def recording_block(records: Sequence[dict[str, Any]], label: str) -> list[str]:
-    """The one block ``--snapshot-update`` ends with: undefined gates (reason, remedy), then
-    gates that cannot fail on this dataset, counted by figure and level."""
+def recording_block(
+    records: Sequence[dict[str, Any]], label: str, errored: Sequence[dict[str, Any]] = ()
+) -> list[str]:
+    """The one block ``--snapshot-update`` ends with: the cases that raised and so recorded
+    nothing, undefined gates (reason, remedy), then gates that cannot fail on this dataset,
+    counted by figure and level."""
     undefined = [r for r in records if r.get("status") == "recorded" and r.get("undefined")]
     powerless = [r for r in records if r.get("status") == "recorded" and r.get("powerless")]
+    lines = []
+    if errored:
+        lines.append(
+            f"baseline {label} is incomplete: {len(errored)} case(s) raised and recorded "
+            "nothing (no later run can gate them until they are recorded):"
+        )
+        from benchc.report.overall import raised
+
+        lines.extend(f"  {text}" for text in raised(errored))
     if not undefined and not powerless:
-        return [f"recorded baseline {label}: every gate is defined and can fail on this dataset"]
-    lines = [f"recorded baseline {label}, with gates no later run can check:"]
+        if not errored:
+            return [
+                f"recorded baseline {label}: every gate is defined and can fail on this dataset"
+            ]
+        return lines
+    lines.append(f"recorded baseline {label}, with gates no later run can check:")
     if undefined:
         lines.append(
             f"  {len(undefined)} gate(s) undefined on the baseline (--strict-gates fails on "

@@ -41,6 +41,7 @@ from benchc.data.images import prepare
 from benchc.data.sample import Dataset
 from benchc.fsutil import slug
 from benchc.metrics import GridMetrics, compute_grid
+from benchc.metrics.options import require_answered
 from benchc.models.base import Backend, Query
 from benchc.models.gpus import xdist_workers
 from benchc.models.pipeline import ChunkId, Lookahead
@@ -467,6 +468,9 @@ class SuiteRun:
         clean = self.condition(spec.CLEAN)["option_logits"]
         cube = stack_conditions(
             lambda key: self.condition(key)["option_logits"], corruptions, severities
+        )
+        require_answered(
+            clean, cube, self.dataset.n_options, self.dataset.ids, corruptions, severities
         )
         grid = compute_grid(
             clean,

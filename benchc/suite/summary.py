@@ -33,17 +33,27 @@ def _counted(records: Sequence[Record]) -> str:
 
 
 def gate_summary(
-    records: Sequence[Record], budget_line: str | None = None, *, overall: Overall | None = None
+    records: Sequence[Record],
+    budget_line: str | None = None,
+    *,
+    overall: Overall | None = None,
+    errored: Sequence[Record] = (),
 ) -> list[str]:
-    """Lines for the ``benchc`` summary section (empty when no gate ran): the run's verdict
-    (``overall``, :mod:`benchc.report.overall`; default decided from ``records`` alone) with its
-    reasons first, then the gates."""
+    """Lines for the ``benchc`` summary section (empty when no gate ran and no gated case
+    raised): the run's verdict (``overall``, :mod:`benchc.report.overall`; default decided from
+    ``records`` and the ``errored`` cases) with its reasons first, then the gates."""
     records = [r for r in records if r["status"] != "recorded"]  # recording's own block
-    if not records:
+    if not records and not errored:
         return []
-    from benchc.report.overall import decide, group_failures, grouped_text, powerless_gates
+    from benchc.report.overall import (
+        decide,
+        group_failures,
+        grouped_text,
+        powerless_gates,
+        with_errors,
+    )
 
-    overall = overall or decide(records)
+    overall = overall or with_errors(decide(records), errored)
     by = Counter(r["status"] for r in records)
     lines = [
         *overall.lines(),
