@@ -19,7 +19,8 @@ NUMERIC_LIBRARIES: tuple[str, ...] = ("torch", "transformers")
 FIELDS: tuple[str, ...] = ("benchc", "torch", "transformers", "device", "dtype")
 
 
-def _version(dist: str) -> str | None:
+def installed_version(dist: str) -> str | None:
+    """The installed release of distribution ``dist``; None when it is not installed."""
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -29,12 +30,12 @@ def _version(dist: str) -> str | None:
 def sklearn_version() -> str | None:
     """The scikit-learn release (it splits the VSI probe's folds), read from the installed
     distribution: importing ``sklearn`` for its ``__version__`` costs a run's start 0.3 s."""
-    return _version("scikit-learn")
+    return installed_version("scikit-learn")
 
 
 def numeric_versions() -> dict[str, str | None]:
     """``{"torch": ..., "transformers": ...}``: the releases a run's outputs depend on."""
-    return {name: _version(name) for name in NUMERIC_LIBRARIES}
+    return {name: installed_version(name) for name in NUMERIC_LIBRARIES}
 
 
 def device_name(device: str | None) -> str:

@@ -43,7 +43,6 @@ import platform
 import subprocess
 import sys
 import tempfile
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -86,12 +85,11 @@ def numerics() -> dict[str, str]:
     torch's CPU kernel level, the CPU's model and vector instruction sets."""
     import torch
 
+    from benchc.provenance import installed_version
+
     out = {"python": platform.python_version(), "machine": platform.machine()}
     for name in LIBRARIES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "-"
+        out[name] = installed_version(name) or "-"
     out["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
     model, flags = "", set()
     cpuinfo = Path("/proc/cpuinfo")

@@ -11,11 +11,11 @@ import json
 import platform
 import sys
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from benchc.fsutil import slug
+from benchc.provenance import installed_version
 
 #: Packages whose versions change numbers (or the page): recorded with every export.
 ENV_PACKAGES = (
@@ -30,10 +30,7 @@ def environment() -> dict[str, str]:
     """Python, platform and the versions of :data:`ENV_PACKAGES` (``absent`` when missing)."""
     env = {"python": platform.python_version(), "platform": platform.platform()}
     for name in ENV_PACKAGES:
-        try:
-            env[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            env[name] = "absent"
+        env[name] = installed_version(name) or "absent"
     env["executable"] = sys.executable
     return env
 
