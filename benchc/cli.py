@@ -15,10 +15,27 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchc.gates.states import (
+    EXIT_FAIL,
+    EXIT_INCONCLUSIVE,
+    EXIT_INFRA,
+    EXIT_OK,
+    EXIT_USAGE,
+    Policy,
+)
 from benchc.results.store import StoreError
 
 if TYPE_CHECKING:
-    from benchc.report.overall import Overall
+    from benchc.gates.verdict import Overall
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the verdict table's usage code (:data:`benchc.gates.states.EXIT_USAGE`)
+    instead of argparse's 2, which the table gives an interrupted run."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
 def _runs_under(
@@ -50,7 +67,7 @@ def _report(argv: Sequence[str]) -> int:
     from benchc.results.reader import read_run
     from benchc.suite.reports import write_report  # the report with the suite's facts
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="benchc report",
         description="Write report.html (self-contained) and report.json of stored runs.",
     )
@@ -75,17 +92,26 @@ def _report(argv: Sequence[str]) -> int:
     )
     parser.add_argument("--no-images", action="store_true", help="skip the drill-down thumbnails")
     parser.add_argument(
+        "--strict-gates",
+        action="store_true",
+        help="as the suite's option: an unchecked gate makes the verdict inconclusive, and an "
+        f"unresolved or inconclusive verdict exits {EXIT_INCONCLUSIVE} (unless "
+        "--inconclusive=warn)",
+    )
+    parser.add_argument(
         "--inconclusive",
         choices=("warn", "fail"),
-        default="warn",
+        default=None,
         help="an unresolved or inconclusive verdict (no gate failed, but a change beyond a "
         "gate's minimal detectable regression was not resolved, or the gates could not have "
-        f"caught a regression): warn (default) or fail (exit status {EXIT_INCONCLUSIVE})",
+        f"caught a regression): warn (default) or fail (exit status {EXIT_INCONCLUSIVE}; the "
+        "default under --strict-gates)",
     )
     args = parser.parse_args(list(argv))
     _check_out(parser, args.out)
     runs = _runs_under(parser, args.runs)
-    failed = inconclusive = 0
+    policy = Policy(args.strict_gates, args.inconclusive)
+    codes = [EXIT_OK]
     for run_dir, vsi_dir in runs:
         out = args.out if len(runs) == 1 else args.out / f"{run_dir.parent.name}-{run_dir.name}"
         folder = None
@@ -103,6 +129,7 @@ def _report(argv: Sequence[str]) -> int:
                 baseline_folder=folder,
                 images=not args.no_images,
                 vsi_dir=vsi_dir,
+                policy=policy,
             )
         except StoreError as exc:  # an array file the first read did not touch
             return _unreadable("report", run_dir, exc)
@@ -114,29 +141,26 @@ def _report(argv: Sequence[str]) -> int:
             print(f"  gates against baseline {folder.name} ({folder}): " + _counts(statuses))
         if overall is not None:
             print("\n".join(f"  {line}" for line in overall.lines()))
-            inconclusive += overall.state in ("unresolved", "inconclusive")
-        failed += statuses.count("fail")
-    if failed:
-        return EXIT_GATE_FAILED
-    return EXIT_INCONCLUSIVE if inconclusive and args.inconclusive == "fail" else EXIT_OK
+            codes.append(overall.exit_code)
+    return EXIT_FAIL if EXIT_FAIL in codes else max(codes)
 
 
-#: ``benchc report`` and ``benchc compare`` exit codes, each with what it means (the docs
-#: site's exit-code reference is generated from this table).
+#: ``benchc report``, ``compare``, ``history``, ``push`` and ``plan`` exit codes: the verdict
+#: table's (:mod:`benchc.gates.states`), each with what it means for these commands (the docs
+#: site's exit-code reference is generated from this table and the verdict table).
 EXIT_CODES: dict[int, str] = {
-    0: "done: no gate failed",
-    1: "a gate failed (`benchc report --baseline`)",
-    2: "usage error: bad arguments, no such baseline (the message lists those that exist), "
-    "runs that share no cell (`compare`)",
-    3: "a stored run cannot be read (damaged or foreign results folder: the message names the "
-    "file)",
-    4: "the stored runs are readable but the page could not be built or written (one line "
-    "naming the output folder and why; nothing stored was changed)",
-    5: "no gate failed but the verdict is unresolved or inconclusive, with `benchc report "
-    "--inconclusive=fail` (the reasons are printed, and in report.json `overall`)",
+    EXIT_OK: "done: no gate failed (PASS; UNRESOLVED or INCONCLUSIVE under --inconclusive=warn)",
+    EXIT_FAIL: "a gate failed (`benchc report --baseline`): the only code of a regression",
+    EXIT_USAGE: "usage error: bad arguments, no such baseline (the message lists those that "
+    "exist), runs that share no cell (`compare`), a target that names no gate (`plan`)",
+    EXIT_INCONCLUSIVE: "no gate failed but the verdict is UNRESOLVED or INCONCLUSIVE, under "
+    "`--inconclusive=fail` or `--strict-gates` (the reasons are printed, and in report.json "
+    "`overall`)",
+    EXIT_INFRA: "a stored run cannot be read (a damaged or foreign results folder: the message "
+    "names the file), or the page could not be built or written (one line naming the output "
+    "folder and why); nothing stored was changed",
 }
-(EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_UNREADABLE, EXIT_NOT_BUILT,
- EXIT_INCONCLUSIVE) = sorted(EXIT_CODES)  # fmt: skip
+EXIT_UNREADABLE = EXIT_NOT_BUILT = EXIT_INFRA
 
 
 def _baseline_folder(parser: argparse.ArgumentParser, run_dir: Path, given: Path) -> Path:
@@ -162,7 +186,7 @@ def _statuses(report_json: Path) -> tuple[list[str], Overall | None]:
     """The gate statuses and the run's verdict a written ``report.json`` holds."""
     import json
 
-    from benchc.report.overall import Overall
+    from benchc.gates.verdict import Overall
 
     doc = json.loads(report_json.read_text(encoding="utf-8"))
     statuses = [str(v.get("status")) for v in (doc.get("verdicts") or {}).get("items", [])]
@@ -176,7 +200,8 @@ def _counts(statuses: list[str]) -> str:
 
 
 def _not_built(command: str, where: object, out: Path, exc: Exception) -> int:
-    """Readable runs whose page could not be built or written: one line, exit status 4."""
+    """Readable runs whose page could not be built or written: one line, the infrastructure
+    exit status."""
     reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
     print(
         f"benchc {command}: {where}: could not build or write the page in {out} ({reason}); "
@@ -187,7 +212,7 @@ def _not_built(command: str, where: object, out: Path, exc: Exception) -> int:
 
 
 def _unreadable(command: str, where: object, exc: Exception) -> int:
-    """A damaged or foreign results folder: one clear line, exit status 3."""
+    """A damaged or foreign results folder: one clear line, the infrastructure exit status."""
     print(
         f"benchc {command}: {where}: cannot read this results folder: {exc}\n"
         "  rerun the suite with the same --results-dir to recompute damaged entries",
@@ -200,7 +225,7 @@ def _compare(argv: Sequence[str]) -> int:
     from benchc.report import CompareError
     from benchc.suite.reports import compare_runs  # the report with the suite's facts
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="benchc compare",
         description="One report page with two or more stored runs side by side "
         "(two checkpoints, or one checkpoint on two datasets).",
@@ -249,7 +274,7 @@ def _history(argv: Sequence[str]) -> int:
     from benchc.report.history import HistoryError, history, html_page, text_table
     from benchc.results.store import atomic_write_text
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="benchc history",
         description="Each gated model-level and VSI figure across the baselines recorded in a "
         "thresholds folder, release after release, with the drift of the newest against the "
@@ -288,7 +313,7 @@ def _history(argv: Sequence[str]) -> int:
 def _push(argv: Sequence[str]) -> int:
     from benchc.engine.stored import push
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="benchc push",
         description="Copy a results store to an fsspec URL (s3://, gs://, file://, ...) so a "
         "CPU-only job gates on it with pytest --from-store=URL: entries first, manifests last; "
@@ -312,7 +337,7 @@ def _plan(argv: Sequence[str]) -> int:
     from benchc.gates.budget import DEFAULT_BUDGET
     from benchc.gates.plan import PlanError, parse_targets, plan, text_table
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="benchc plan",
         description="Before relying on a baseline: from its recorded per-sample values, each "
         "gate's minimal detectable regression at the dataset's n, and the samples a target "
@@ -371,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "\n".join(lines),
             file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout,
         )
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+        return EXIT_OK if argv and argv[0] in ("-h", "--help") else EXIT_USAGE
     command, rest = argv[0], argv[1:]
     if command == "select":
         from benchc.select.cli import main as select_main

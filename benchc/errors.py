@@ -24,7 +24,8 @@ class InfrastructureError(RuntimeError):
         attempts: int | None = None,
         hint: str | None = None,
     ) -> None:
-        self.where, self.what, self.item, self.attempts, self.hint = where, what, item, attempts, hint
+        self.where, self.what, self.item = where, what, item
+        self.attempts, self.hint = attempts, hint
         parts = [f"{where}: {what}"]
         if item:
             parts.append(f"while computing {item}")

@@ -20,6 +20,7 @@ import pytest
 from benchc.suite.activate import activate, suite_requested, usage_error
 from benchc.suite.keys import (
     BUDGET,
+    ENGINE,
     ERRORED,
     LOAD_ERROR,
     NOTES,
@@ -169,19 +170,16 @@ def benchc_gate(
     capsys,
     record_testsuite_property,
 ) -> Iterator[GateCheck]:
-    """``benchc_gate(payload)``: a paired check against ``thresholds/<slug>/<case>.json``."""
-    from benchc.gates.budget import ErrorBudget
+    """``benchc_gate(payload)``: the gate engine's decision for one case (a paired check
+    against its snapshot in the baseline), or its recording under ``--snapshot-update``."""
     from benchc.gates.snapshot import extension_for
     from benchc.suite.gate import GateCheck
     from benchc.suite.progress import uncaptured_by
 
-    cfg = benchc_session.cfg
     config = request.config
     update = bool(config.getoption("update_snapshots", False))
-    budget = config.stash.get(BUDGET, None) or ErrorBudget(cfg.false_alarm_budget, looks=cfg.looks)
-    ref = benchc_session.baseline
-    ext = extension_for(ref.folder.parent, ref.folder.name, update=update, budget=budget,
-                        seed=cfg.seed)  # fmt: skip
+    engine = _engine(config, benchc_session)
+    ext = extension_for(engine.baseline.folder.parent, engine.baseline.folder.name, update=update)
     node = request.node
     sides = benchc_session.sides()
     config.stash[SUITE_PROPERTY] = record_testsuite_property  # the run's verdict, at the end
@@ -194,18 +192,24 @@ def benchc_gate(
             return
         record_property(node, record, sides)
 
-    check = GateCheck(
-        snapshot.use_extension(ext),
-        cfg,
-        node,
-        update=update,
-        budget=budget,
-        strict=cfg.strict_gates,
-        sink=sink,
-        baseline_ref=ref,
-    )
+    check = GateCheck(snapshot.use_extension(ext), benchc_session.cfg, node, update=update,
+                      engine=engine, sink=sink)  # fmt: skip
     with uncaptured_by(capsys.disabled):  # the case's cells compute (and report progress) here
         yield check
+
+
+def _engine(config: pytest.Config, state: SuiteSession):
+    """This process's gate engine (one per session: its budget over the collected gates)."""
+    if ENGINE not in config.stash:
+        from benchc.gates.budget import ErrorBudget
+        from benchc.suite.gate import engine_for
+
+        cfg = state.cfg
+        budget = config.stash.get(BUDGET, None) or ErrorBudget(
+            cfg.false_alarm_budget, looks=cfg.looks
+        )
+        config.stash[ENGINE] = engine_for(cfg, state.baseline, budget)
+    return config.stash[ENGINE]
 
 
 # -- reporting ------------------------------------------------------------------------------
@@ -291,14 +295,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 
     budget = config.stash.get(BUDGET, None)
     records = sorted(config.stash[VERDICTS], key=lambda r: (r["case"], r.get("figure") or ""))
-    recording = bool(config.getoption("update_snapshots", False))
     errored = config.stash.get(ERRORED, [])
-    lines = gate_summary(
-        records,
-        budget.describe() if budget is not None else None,
-        overall=config.stash.get(OVERALL, None),
-        errored=[] if recording else errored,  # a recording says it in its own block
-    )
+    lines = gate_summary(records, budget.describe() if budget is not None else None,
+                         overall=config.stash.get(OVERALL, None))  # fmt: skip
     dirs = sorted(config.stash[RUN_DIRS])
     notes = _notes(config)
     if not lines and not dirs and not notes and not config.stash.get(WRITE_ERRORS, []):
@@ -318,29 +317,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(f"ERROR: benchc: {error}", red=True)
     for line in lines:
         terminalreporter.write_line(line)
-    from benchc.report.overall import EXIT_INCONCLUSIVE
-
-    overall = config.stash.get(OVERALL, None)
-    if (  # the exit status benchc.suite.overall sets: say why
-        overall is not None
-        and overall.state in ("unresolved", "inconclusive")
-        and cfg.inconclusive_mode == "fail"
-        and exitstatus in (pytest.ExitCode.OK, EXIT_INCONCLUSIVE)
-    ):
-        why = "--inconclusive=fail" if cfg.inconclusive == "fail" else "--strict-gates"
-        terminalreporter.write_line(
-            f"exit status {EXIT_INCONCLUSIVE}: under {why} a run passes on PASS only "
-            "(--inconclusive=warn keeps the exit status and says why)",
-            red=True,
-        )
     if lines and not config.getoption("update_snapshots", False):
         from benchc.suite.sequential import next_look
 
         for line in next_look(cfg, records):
             terminalreporter.write_line(line, yellow=True)
     if config.getoption("update_snapshots", False) and _session(config).started:
+        from benchc.gates.recording import recording_block
         from benchc.suite.notes import baseline_warnings
-        from benchc.suite.recording import recording_block
 
         for warning in baseline_warnings(_session(config).run):
             terminalreporter.write_line(f"WARNING: recorded a baseline while {warning}", red=True)

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchc.fsutil import slug
 from benchc.provenance import installed_version
 
 #: Packages whose versions change numbers (or the page): recorded with every export.
@@ -35,19 +34,33 @@ def environment() -> dict[str, str]:
     return env
 
 
-def overall_verdict(counts: dict[str, int], available: bool) -> str:
-    """``fail`` when any gate failed, else ``unresolved`` when a change beyond a gate's MDR was
-    not resolved, else ``unchecked`` when any could not be checked, else ``pass``; ``none``
-    when the run produced no gate verdicts."""
-    if not available or not counts:
+def _verdict(doc: dict[str, Any], block: dict[str, Any]) -> str:
+    """The run's one verdict: the state the gate engine wrote into the report
+    (``overall``), else the engine's verdict of the report's gate records; ``none`` when the
+    run produced none."""
+    state = (doc.get("overall") or {}).get("state")
+    if state:
+        return str(state)
+    items = block.get("items") or []
+    if not block.get("available") or not items:
         return "none"
-    if counts.get("fail"):
-        return "fail"
-    if counts.get("unresolved"):
-        return "unresolved"
-    if counts.get("unchecked"):
-        return "unchecked"
-    return "pass"
+    from benchc.gates.engine import run_verdict
+
+    return run_verdict(items).state
+
+
+def _baseline_folder(doc: dict[str, Any], thresholds_dir: Path | None, model: Any) -> Path | None:
+    """The baseline the run was gated against: the one its report names (``--baseline``), else
+    the model's own in ``thresholds_dir`` (:func:`benchc.gates.baselines.locate`)."""
+    from benchc.gates.baselines import locate
+
+    named = ((doc.get("sides") or {}).get("baseline") or {}).get("source")
+    if named and Path(named).is_dir():
+        return locate(Path(named)).folder
+    if thresholds_dir is None or not model:
+        return None
+    folder = locate(Path(thresholds_dir), str(model)).folder
+    return folder if folder.is_dir() else None
 
 
 def _num(value: Any) -> float | None:
@@ -126,17 +139,9 @@ def build(report_dir: Path, *, thresholds_dir: Path | None = None) -> Bundle:
         **{f"env/{k}": v for k, v in env.items()},
         **_flat("provenance", doc.get("provenance") or {}),
     }
-    snapshots = None
-    named = ((doc.get("sides") or {}).get("baseline") or {}).get("source")
-    if named and Path(named).is_dir():  # the baseline the run was gated against (--baseline)
-        snapshots = Path(named)
-    elif thresholds_dir is not None and params["model"]:  # the model's own name
-        candidate = Path(thresholds_dir) / slug(params["model"])
-        snapshots = candidate if candidate.is_dir() else None
-    overall = doc.get("overall") or {}
+    snapshots = _baseline_folder(doc, thresholds_dir, params["model"])
     return Bundle(
-        # the run's one verdict (benchc.report.overall) when the report holds it
-        verdict=str(overall.get("state") or overall_verdict(counts, bool(block.get("available")))),
+        verdict=_verdict(doc, block),
         counts=counts,
         gates=gates,
         metrics=metrics,

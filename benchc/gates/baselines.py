@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,38 @@ class BaselineRef:
     def label(self) -> str:
         return f"{self.name} ({self.source})"
 
+    @property
+    def exists(self) -> bool:
+        return self.folder.is_dir()
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """``baseline.manifest`` (``{}`` when there is none)."""
+        return read_manifest(self.folder)
+
+    def snapshot(self, level: str, name: str) -> Path:
+        """The snapshot file of the gate case ``level`` / ``name`` (a cell's or family's scope,
+        a model or VSI figure): named after the gate, not the pytest test that checks it. A
+        folder recorded before keeps its files (``test_cell-fog-3.json``), read where no file of
+        the gate's own name exists."""
+        own = self.folder / f"{snapshot_stem(level, name)}.json"
+        legacy = self.folder / f"{LEGACY_PREFIX}{own.name}"
+        return legacy if legacy.is_file() and not own.is_file() else own
+
+    def legacy_snapshot(self, level: str, name: str) -> Path:
+        """The file a recording before gate-named snapshots wrote for this case."""
+        return self.folder / f"{LEGACY_PREFIX}{snapshot_stem(level, name)}.json"
+
+
+#: Snapshot files recorded before they were named after their gate began with the pytest test's
+#: name: ``test_cell-fog-3.json`` for the gate ``cell-fog-3.json``.
+LEGACY_PREFIX = "test_"
+
+
+def snapshot_stem(level: str, name: str) -> str:
+    """``("cell", "fog-3")`` -> ``cell-fog-3``: a portable file stem of one gate case."""
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "_", f"{level}-{name}")
+
 
 def resolve(thresholds_dir: Path, given: str | None, model_name: str | None) -> BaselineRef:
     """The baseline ``--baseline`` names (see :func:`normalise`), else ``model_name``'s slug."""
@@ -71,6 +104,16 @@ def resolve(thresholds_dir: Path, given: str | None, model_name: str | None) -> 
     if Path(given).is_absolute():
         return BaselineRef(Path(given).name, Path(given), given)
     return BaselineRef(given, Path(thresholds_dir) / given, given)
+
+
+def locate(path: Path, model_name: str | None = None) -> BaselineRef:
+    """A baseline given as a path (``benchc report --baseline DIR``, a report's recorded
+    baseline): the folder itself when it is a baseline (or no model names one inside it), else
+    the baseline named after ``model_name`` inside it, as :func:`resolve` names it."""
+    path = Path(path)
+    if model_name is None or is_baseline_folder(path):
+        return BaselineRef(path.name, path, str(path))
+    return resolve(path, None, model_name)
 
 
 def snapshot_files(folder: Path) -> list[Path]:
@@ -186,16 +229,19 @@ def recorded(folder: Path) -> Recorded:
 
 
 __all__ = [
+    "LEGACY_PREFIX",
     "MANIFEST",
     "BaselineRef",
     "Recorded",
     "available",
     "is_baseline_folder",
     "is_recorded",
+    "locate",
     "normalise",
     "read_manifest",
     "recorded",
     "resolve",
     "snapshot_files",
+    "snapshot_stem",
     "write_manifest",
 ]

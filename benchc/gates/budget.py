@@ -51,6 +51,14 @@ def count_gates(cases: Iterable[Case]) -> dict[Level, int]:
     return dict(counts)
 
 
+def payload_cases(payloads: Iterable[Payload]) -> list[Case]:
+    """The cases of these payloads as the live suite counts them: a cell's or family's case
+    gates every gated figure of its level, a model or VSI case its one figure."""
+    return [
+        (p.level, None if p.level in ("cell", "family") else tuple(p.figures)) for p in payloads
+    ]
+
+
 @dataclass(frozen=True)
 class ErrorBudget:
     """``alpha``: the run's false-alarm budget; ``gates``: how many gates of each level run;
@@ -103,3 +111,9 @@ class ErrorBudget:
         ]
         over = f", spent over {self.looks} looks" if self.looks > 1 else ""
         return f"false-alarm budget {self.alpha:g} (weighted Bonferroni{over}): " + ", ".join(parts)
+
+
+def case_budget(alpha: float, payloads: Iterable[Payload], looks: int = 1) -> ErrorBudget:
+    """The budget over the gates of these cases, counted as the live suite counts its
+    collected cases (so ``benchc report`` and ``benchc plan`` spend what the run spent)."""
+    return ErrorBudget(alpha, count_gates(payload_cases(payloads)), looks)

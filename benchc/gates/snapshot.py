@@ -1,9 +1,9 @@
 """The syrupy extension for threshold snapshots, assembled from three small mixins.
 
 syrupy stores and recalls the files and handles ``--snapshot-update``; the mixins decide where
-the files live (``thresholds/<model-slug>/<case>.json``), how a payload becomes JSON, and what
-"matches" means: :func:`benchc.gates.check` (paired, one-sided, docs/spec.md §6) instead of byte
-equality. Under ``--snapshot-update`` a match is exact equality, so improvements are recorded.
+the files live (``thresholds/<baseline>/<gate>.json``) and how a payload becomes JSON; a match
+is exact equality, so every recording writes. Whether a gate passes is the gate engine's
+decision (:mod:`benchc.gates.engine`), never syrupy's comparator.
 """
 
 from __future__ import annotations
@@ -20,9 +20,6 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension
 from benchc import spec
 from benchc.fsutil import slug as model_slug  # noqa: F401  (the one slug rule)
 from benchc.gates import sidecar
-from benchc.gates.budget import ErrorBudget
-from benchc.gates.check import check, describe
-from benchc.gates.evidence import EvidenceError
 from benchc.gates.payload import Payload
 
 if TYPE_CHECKING:
@@ -59,6 +56,10 @@ class ThresholdLocationMixin:
 
     @classmethod
     def get_snapshot_name(cls, *, test_location: PyTestLocation, index: Any = 0) -> str:
+        """The gate's own name (``snapshot(name=...)``: :func:`benchc.gates.baselines.
+        snapshot_stem`), else the test's (a snapshot asserted without one)."""
+        if isinstance(index, str) and index:
+            return index
         return case_name(test_location.snapshot_name)
 
     @classmethod
@@ -113,51 +114,26 @@ def load_baseline(path: Path) -> Payload:
     return baseline.with_evidence(evidence)
 
 
-class ToleranceComparatorMixin:
-    """Match = no gate failed under :func:`benchc.gates.check`."""
+class ExactComparatorMixin:
+    """Match = the same bytes. syrupy only writes snapshots (``--snapshot-update``); whether a
+    gate passes is the gate engine's decision (:mod:`benchc.gates.engine`), never syrupy's."""
 
     update: ClassVar[bool] = False
-    budget: ClassVar[ErrorBudget] = ErrorBudget()
-    seed: ClassVar[int] = 0
-
-    def _pair(self, serialized_data: Any, snapshot_data: Any) -> tuple[Payload, Payload]:
-        baseline = Payload.from_json(snapshot_data, where="threshold snapshot")
-        folder = Path(self.root) / self.slug  # type: ignore[attr-defined]
-        baseline = baseline.with_evidence(
-            sidecar.load(folder, baseline.evidence_file, baseline.evidence_digest,
-                         where=f"threshold snapshot in {folder}")
-        )  # fmt: skip
-        current = Payload.from_json(serialized_data, where="current figures")
-        evidence = sidecar.recall(current.evidence_digest)
-        return baseline, current if evidence is None else current.with_evidence(evidence)
 
     def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
-        if self.update:
-            return serialized_data == snapshot_data
-        try:
-            baseline, current = self._pair(serialized_data, snapshot_data)
-        except (ValueError, EvidenceError):
-            return False
-        return not check(baseline, current, z_for=self.budget.z, seed=self.seed).failed
+        return serialized_data == snapshot_data
 
     def diff_lines(self, serialized_data: Any, snapshot_data: Any) -> Iterator[str]:
-        if not snapshot_data:
-            yield "no threshold snapshot recorded for this case"
-            return
-        try:
-            baseline, current = self._pair(serialized_data, snapshot_data)
-        except (ValueError, EvidenceError) as exc:
-            yield str(exc)
-            return
-        verdict = check(baseline, current, z_for=self.budget.z, seed=self.seed)
-        for o in verdict.by_status("fail"):
-            yield from describe(o, current)
+        yield (
+            "threshold snapshots are checked by the gate engine, not compared by syrupy: "
+            "record them with --snapshot-update"
+        )
 
 
 class ThresholdExtension(
     ThresholdLocationMixin,
     PayloadSerializerMixin,
-    ToleranceComparatorMixin,
+    ExactComparatorMixin,
     SingleFileSnapshotExtension,
 ):
     """Threshold snapshots for one model; :func:`extension_for` binds root, slug and mode."""
@@ -168,10 +144,8 @@ def extension_for(
     slug: str,
     *,
     update: bool,
-    budget: ErrorBudget | None = None,
-    seed: int = 0,
 ) -> type[ThresholdExtension]:
-    """A subclass bound to one thresholds folder, model, mode and false-alarm budget (syrupy
+    """A subclass bound to one thresholds folder and baseline, and the mode (syrupy
     instantiates classes)."""
     return type(
         f"ThresholdExtension_{re.sub(r'[^A-Za-z0-9_]', '_', slug)}",
@@ -180,7 +154,5 @@ def extension_for(
             "root": str(root),
             "slug": slug,
             "update": update,
-            "budget": budget or ErrorBudget(),
-            "seed": seed,
         },
     )

@@ -57,6 +57,10 @@ class Policy:
         return out
 
 
+#: The policy of a run that gives neither option.
+DEFAULT_POLICY = Policy()
+
+
 @dataclass(frozen=True)
 class Row:
     """One state: its word on every output, the exit code under ``warn`` and under ``fail``,
@@ -117,7 +121,8 @@ def word(state: State) -> str:
 
 
 __all__ = [
-    "EXIT_CRASHED", "EXIT_FAIL", "EXIT_INCONCLUSIVE", "EXIT_INFRA", "EXIT_INTERRUPTED",
-    "EXIT_OK", "EXIT_USAGE", "MODES", "TABLE", "VERDICTS", "Mode", "Policy", "Row", "State",
+    "DEFAULT_POLICY", "EXIT_CRASHED", "EXIT_FAIL", "EXIT_INCONCLUSIVE", "EXIT_INFRA",
+    "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "MODES", "TABLE", "VERDICTS", "Mode", "Policy",
+    "Row", "State",
     "exit_code", "row", "word",
 ]  # fmt: skip

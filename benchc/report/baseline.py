@@ -21,7 +21,6 @@ from benchc import spec
 from benchc.fsutil import display_path
 from benchc.gates import Payload, sidecar
 from benchc.gates.evidence import VSIEvidence
-from benchc.gates.snapshot import model_slug
 from benchc.metrics.figures import FigureDef, definition, reported_cells, table2_figures
 from benchc.report.vsi import distribution_row, gap_table
 from benchc.results.reader import StoredRun
@@ -45,7 +44,9 @@ class SnapshotBaseline:
 
 def read_snapshots(thresholds_dir: Path, model_name: str) -> SnapshotBaseline | None:
     """The snapshots in ``thresholds_dir/<model slug>/``; None when that folder does not exist."""
-    return read_folder(Path(thresholds_dir) / model_slug(model_name))
+    from benchc.gates.baselines import resolve
+
+    return read_folder(resolve(Path(thresholds_dir), None, model_name).folder)
 
 
 def read_folder(folder: Path) -> SnapshotBaseline | None:

@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchc.report.overall import Overall, decide
+from benchc.gates.engine import run_verdict
+from benchc.gates.verdict import Overall
 
 #: Verdict keys copied to junitxml properties, one property each.
 NUMBERS: tuple[str, ...] = (
@@ -32,8 +33,11 @@ NUMBERS: tuple[str, ...] = (
     "resolve_n",
 )
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
-#: The step summary's mark of each verdict state (:mod:`benchc.report.overall`).
-STATE_ICONS = {"fail": "❌", "unresolved": "⚠️", "inconclusive": "⚠️", "pass": "✅", "none": ""}
+#: The step summary's mark of each verdict state (:mod:`benchc.gates.verdict`).
+STATE_ICONS = {
+    "fail": "❌", "unresolved": "⚠️", "inconclusive": "⚠️", "pass": "✅", "none": "",
+    "crashed": "💥", "interrupted": "⏹️", "infra": "🔌", "recorded": "📝",
+}  # fmt: skip
 _ORDER = {"fail": 0, "unresolved": 1, "improved": 2, "unchecked": 3, "pass": 4}
 
 
@@ -119,7 +123,7 @@ def step_summary(
     head = ", ".join(
         f"{n} {k}" for k, n in sorted(counts.items(), key=lambda t: _ORDER.get(t[0], 9))
     )
-    overall = overall or decide(verdicts)
+    overall = overall or run_verdict(verdicts)
     lines = [
         f"## benchc robustness gates: {STATE_ICONS.get(overall.state, '')} {overall.headline}",
         "",

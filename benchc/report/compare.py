@@ -138,9 +138,9 @@ def shared(runs: Sequence[StoredRun], labels: Sequence[str]) -> Shared:
 def paired(runs: Sequence[StoredRun], labels: Sequence[str]) -> dict[str, Any]:
     """``report.json`` ``compare.paired``: every later run against the first (candidate −
     baseline), each Table II figure's difference ± its paired bootstrap SE over the samples
-    both hold and whether it is significant (:mod:`benchc.report.paired`), with a one-line
+    both hold and whether it is significant (:mod:`benchc.gates.paired`), with a one-line
     ``summary`` per pair and for the whole comparison."""
-    from benchc.report.paired import N_BOOT, SIGNIFICANT_Z, differences
+    from benchc.gates.paired import N_BOOT, SIGNIFICANT_Z, differences
 
     pairs = []
     for run, label in zip(runs[1:], labels[1:], strict=True):

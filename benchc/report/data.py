@@ -35,6 +35,7 @@ import numpy as np
 from benchc import spec
 from benchc.fsutil import display_path
 from benchc.gates.evidence import VSIEvidence
+from benchc.gates.verdict import verdict_anchor
 from benchc.metrics import (
     REGIMES,
     STATES,
@@ -44,7 +45,6 @@ from benchc.metrics import (
 from benchc.metrics.figures import reported_cells, table2_figures
 from benchc.report import baseline as snap
 from benchc.report.compare import CompareError, restrict, shared
-from benchc.report.overall import verdict_anchor
 from benchc.report.vsi import run_evidence, vsi_block
 from benchc.results.reader import StoredRun
 

@@ -15,11 +15,14 @@ from typing import Any
 
 from benchc import provenance, spec
 from benchc.fsutil import display_path
-from benchc.gates.snapshot import model_slug, recorded_vsi_support
+from benchc.gates.engine import run_verdict
+from benchc.gates.facts import Facts, run_facts
+from benchc.gates.snapshot import recorded_vsi_support
+from benchc.gates.states import DEFAULT_POLICY, Policy
+from benchc.gates.verdict import Overall
 from benchc.report import agreement, data, drill, page, plots
 from benchc.report import baseline as snap
 from benchc.report.compare import CompareError, paired, shared
-from benchc.report.overall import Overall, decide, run_facts
 from benchc.report.vsi import vsi_by_id
 from benchc.results.facts import NO_FACTS, SuiteFacts
 from benchc.results.reader import StoredRun, read_run
@@ -46,10 +49,9 @@ def offline_verdicts(
 def baseline_folder_for(run: StoredRun, baseline: Path) -> Path:
     """``--baseline DIR`` of ``benchc report``: a baseline folder itself (it holds snapshots),
     else a thresholds folder holding one named after the run's model."""
-    from benchc.gates.baselines import is_baseline_folder
+    from benchc.gates.baselines import locate
 
-    baseline = Path(baseline)
-    return baseline if is_baseline_folder(baseline) else baseline / model_slug(run.model_name)
+    return locate(Path(baseline), run.model_name).folder
 
 
 def record_command_for(
@@ -131,6 +133,7 @@ def write_report(
     overall: Overall | None = None,
     session: dict[str, Any] | None = None,
     facts: SuiteFacts = NO_FACTS,
+    policy: Policy = DEFAULT_POLICY,
 ) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
 
@@ -147,8 +150,9 @@ def write_report(
     stored runs (:class:`benchc.results.facts.SuiteFacts`): notes, offline verdicts, record
     commands.
     ``overall``: the run's verdict as the suite decided it (default: decided here from the same
-    records and runs, :mod:`benchc.report.overall`). ``session``: the suite run writing the
-    report (:func:`benchc.provenance.session`), for ``report.json`` ``provenance``.
+    records and runs by the gate engine, :func:`benchc.gates.engine.run_verdict`).
+    ``session``: the suite run writing the report (:func:`benchc.provenance.session`), for
+    ``report.json`` ``provenance``.
     """
     run = _read(run_dir, vsi_dir)
     # the whole run's notes, as the terminal printed them (before any like-for-like subset)
@@ -167,7 +171,7 @@ def write_report(
     # like for like: every table and figure on what the gates compared (report.json ``subset``)
     run, base_run, subset = data.like_for_like(run, base, base_run)
     if overall is None and verdicts is not None:
-        overall = decide(verdicts, run_facts(run, base_run))
+        overall = run_verdict(verdicts, facts=run_facts(run, base_run), policy=policy)
     picks = drill.pick_samples(run, verdicts=verdicts, other=base_run, other_label="the baseline")
     items, note = drill.drilldown(
         run,
@@ -202,20 +206,14 @@ def write_report(
     return _write(doc, out_dir, note)
 
 
-def assess(
-    run_dir: Path,
-    folder: Path | None,
-    verdicts: Sequence[dict[str, Any]],
-    vsi_dir: Path | None = None,
-) -> Overall:
-    """The run's verdict (:func:`benchc.report.overall.decide`) from its gate records and the
-    stored run against the baseline ``folder``, drawn like for like as the report draws it: what
-    the suite's summary, JUnit properties, step summary and page all show."""
+def run_facts_for(run_dir: Path, folder: Path | None, vsi_dir: Path | None = None) -> Facts:
+    """The facts the verdict weighs (:func:`benchc.gates.facts.run_facts`) of a stored run
+    against the baseline ``folder``, drawn like for like as the report draws it."""
     run = _read(run_dir, vsi_dir)
     base = snap.read_folder(folder) if folder is not None else None
     base_run = snap.evidence_run(base) if base is not None and not base.empty else None
     run, base_run, _ = data.like_for_like(run, base, base_run)
-    return decide(verdicts, run_facts(run, base_run))
+    return run_facts(run, base_run)
 
 
 def _read(run_dir: Path, vsi_dir: Path | None) -> StoredRun:

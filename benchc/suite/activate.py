@@ -87,6 +87,9 @@ def activate(config: pytest.Config) -> SuiteSession:
     config.stash[VERDICTS] = []
     config.stash[ERRORED] = []
     config.stash[SESSION] = state
+    from benchc.suite.overall import count_progress
+
+    count_progress(config)
     if config.get_verbosity() < 0:  # -q: no weight-loading bars
         quiet_progress_bars()
     return state

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from benchc import spec
+from benchc.gates.states import Policy
 from benchc.suite.options import (
     DEFAULT_DATASET,
     DEFAULT_MODEL,
@@ -79,17 +80,20 @@ class SuiteConfig:
     false_alarm_budget: float = _d("false_alarm_budget")
     strict_gates: bool = _d("strict_gates")
     #: What an unresolved or inconclusive verdict does to the exit code
-    #: (:mod:`benchc.report.overall`; None: :attr:`inconclusive_mode` decides).
+    #: (:mod:`benchc.gates.states`; None: :attr:`inconclusive_mode` decides).
     inconclusive: str | None = _d("inconclusive")
     worker_id: str | None = None
+
+    @property
+    def policy(self) -> Policy:
+        """How this run gates and exits (:class:`benchc.gates.states.Policy`)."""
+        return Policy(self.strict_gates, self.inconclusive)  # type: ignore[arg-type]
 
     @property
     def inconclusive_mode(self) -> str:
         """``--inconclusive`` as given, else ``fail`` under ``--strict-gates`` (a release
         gate passes on PASS only) and ``warn`` otherwise."""
-        if self.inconclusive is not None:
-            return self.inconclusive
-        return "fail" if self.strict_gates else "warn"
+        return self.policy.mode
 
     #: The command line this session was started with (provenance; None: this process's).
     command_line: str | None = None

@@ -24,9 +24,17 @@ VERDICTS = pytest.StashKey[list]()
 ERRORED = pytest.StashKey[list]()
 #: The run's false-alarm budget split over the gates that were collected.
 BUDGET = pytest.StashKey["ErrorBudget"]()
-#: The run's one verdict (:class:`benchc.report.overall.Overall`), decided once at session end.
+#: The run's one verdict (:class:`benchc.gates.verdict.Overall`), decided once at session end.
 OVERALL = pytest.StashKey["Overall"]()
 #: pytest's ``record_testsuite_property`` (a gate case asked for it): the JUnit suite properties.
 SUITE_PROPERTY = pytest.StashKey[object]()
 #: One line per write that failed after the results were computed (report, exports, manifest).
 WRITE_ERRORS = pytest.StashKey[list]()
+#: A fault outside the model that ended the run (:class:`benchc.errors.InfrastructureError`).
+INFRA = pytest.StashKey[str]()
+#: (gated cases finished, gated cases selected): what an unfinished run says.
+PROGRESS = pytest.StashKey[tuple]()
+#: Failed tests outside the suite (they keep pytest's own exit status).
+OTHER_FAILED = pytest.StashKey[int]()
+#: This process's gate engine (:class:`benchc.gates.engine.GateEngine`).
+ENGINE = pytest.StashKey[object]()

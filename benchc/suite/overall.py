@@ -1,59 +1,106 @@
-"""The run's one verdict at session end (:mod:`benchc.report.overall`), as a pytest plugin.
+"""The run's one verdict at session end, as a pytest plugin: the gate engine's client.
 
-Decided once, before any output is written (``tryfirst``: before JUnit XML is written and
-before the plugin's own report hooks), and stashed: the terminal summary, the page, the step
-summary and the JUnit ``<testsuite>`` properties all read this one object. Under
-``--inconclusive=fail`` (the default under ``--strict-gates``) an unresolved or inconclusive
-run exits with :data:`benchc.report.overall.EXIT_INCONCLUSIVE` (a failed run keeps its own exit
-status).
+The engine (:mod:`benchc.gates.engine`) decides from the gate records, the facts of the stored
+runs, the gated cases that raised, and how the session ended (finished, interrupted, stopped by
+a fault outside the model). Decided once, before any output is written (``tryfirst``: before
+JUnit XML is written and before the plugin's own report hooks), and stashed: the terminal
+summary, the page, the step summary, the exporters and the JUnit ``<testsuite>`` properties all
+read this one object, and the exit status is its code in the verdict table
+(:mod:`benchc.gates.states`), unless a test outside the suite failed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from benchc.suite.keys import ERRORED, OVERALL, RUN_DIRS, SESSION, SUITE_PROPERTY, VERDICTS
+from benchc.suite.keys import (
+    ERRORED,
+    INFRA,
+    OTHER_FAILED,
+    OVERALL,
+    PROGRESS,
+    RUN_DIRS,
+    SESSION,
+    SUITE_PROPERTY,
+    VERDICTS,
+)
 
 if TYPE_CHECKING:  # the report's stack loads at session end, not with the plugin
-    from benchc.report.overall import Overall
+    from benchc.gates.facts import Facts
+    from benchc.gates.verdict import Overall
+    from benchc.suite.session import SuiteSession
+
+#: The suite's gated test functions (a case id names one of them).
+GATED = ("test_cell[", "test_family[", "test_model[", "test_vsi[", "test_sample[")
 
 
-def session_overall(
-    run_dirs: Iterable[str],
-    verdicts: list[dict] | None,
-    baseline_folder: Path | None,
-    errored: Sequence[Mapping[str, str]] = (),
-) -> Overall | None:
-    """The verdict from the gate records and the stored run against the baseline, failed by
-    every gated case that raised before its gates were checked (``errored``); None when no gate
-    was checked and none raised (a recording). A run that cannot be read back is decided on its
-    records alone."""
-    from benchc.report.overall import decide, with_errors
-    from benchc.report.write import assess
+def is_gated_id(nodeid: str) -> bool:
+    name = nodeid.rpartition("::")[2]
+    return name.startswith(GATED)
+
+
+def _facts(state: SuiteSession, run_dirs) -> Facts | None:
+    """The facts of the stored run against the baseline (None when it cannot be read back)."""
+    from benchc.report.write import run_facts_for
     from benchc.results.reader import group_runs
     from benchc.results.store import StoreError
 
-    records = [v for v in verdicts or [] if v.get("status") != "recorded"]
-    if not records:
-        return with_errors(decide(records), errored) if errored else None
     groups = group_runs([Path(d) for d in sorted(run_dirs)])
     if len(groups) != 1:
-        return with_errors(decide(records), errored)
+        return None
     try:
-        overall = assess(groups[0][0], baseline_folder, records, groups[0][1])
+        return run_facts_for(groups[0][0], state.baseline.folder, groups[0][1])
     except (StoreError, OSError, ValueError):
-        overall = decide(records)
-    return with_errors(overall, errored)
+        return None
+
+
+def _ending(session: pytest.Session) -> str | None:
+    """Why the session did not run every selected case (None: it did)."""
+    config = session.config
+    finished, selected = config.stash.get(PROGRESS, (0, 0))
+    if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+        return f"interrupted by the user after {finished} of {selected} gated case(s)"
+    stop = session.shouldfail or session.shouldstop
+    if stop and config.stash.get(INFRA, None) is None:
+        return f"stopped early ({stop}) after {finished} of {selected} gated case(s)"
+    if selected and finished < selected:
+        return f"{selected - finished} of {selected} gated case(s) did not run"
+    return None
+
+
+def session_overall(session: pytest.Session) -> Overall | None:
+    """The run's verdict from the engine; None when the run gated nothing, raised nothing and
+    finished (a recording that recorded every case)."""
+    from benchc.gates.engine import run_verdict
+    from benchc.gates.verdict import Overall, Progress, conclude
+    from benchc.suite.messages import command
+
+    config = session.config
+    state: SuiteSession = config.stash[SESSION]
+    records = [v for v in config.stash.get(VERDICTS, []) if v.get("status") != "recorded"]
+    errored = config.stash.get(ERRORED, [])
+    infra, ending = config.stash.get(INFRA, None), _ending(session)
+    recording = bool(config.getoption("update_snapshots", False))
+    if not records and not errored and infra is None and ending is None:
+        return None
+    finished, selected = config.stash.get(PROGRESS, (0, 0))
+    progress = Progress(finished, selected, command(state.cfg, update=recording))
+    if recording:
+        base = Overall("recorded", policy=state.cfg.policy)
+        return conclude(base, errored=errored, interrupted=ending, infra=infra, progress=progress)
+    facts = _facts(state, config.stash[RUN_DIRS]) if ending is None and infra is None else None
+    return run_verdict(records, policy=state.cfg.policy, facts=facts, errored=errored,
+                       interrupted=ending, infra=infra, progress=progress)  # fmt: skip
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """Remember a gated case that raised (not a gate's own failure, nor a skip): its gates
-    were never checked, so the verdict cannot be PASS and a recording recorded nothing for it."""
+    were never checked, so the verdict cannot be PASS and a recording recorded nothing for it.
+    A fault outside the model (:class:`benchc.errors.InfrastructureError`) ends the run once."""
     outcome = yield
     report = outcome.get_result()
     config = item.config
@@ -65,9 +112,56 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         or call.excinfo.errisinstance((pytest.fail.Exception, pytest.skip.Exception))
     ):
         return
+    from benchc.errors import InfrastructureError
+
+    exc = call.excinfo.value
+    while exc is not None and not isinstance(exc, InfrastructureError):
+        exc = exc.__cause__ or exc.__context__
+    if isinstance(exc, InfrastructureError):
+        config.stash[INFRA] = str(exc)
+        item.session.shouldstop = f"a fault outside the model: {exc}"
+        report.longrepr = f"{type(exc).__name__}: {exc}"  # one paragraph, no traceback
+        return
     first = str(call.excinfo.value).strip().splitlines()
     error = f"{call.excinfo.typename}: {first[0] if first else ''}".rstrip(": ")
     config.stash[ERRORED].append({"case": item.name, "when": call.when, "error": error})
+
+
+class ProgressCounter:
+    """Counts the gated cases selected and finished, and the failed tests outside the suite
+    (the controller sees every worker's reports): what an unfinished run's verdict says."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        config.stash[PROGRESS] = (0, 0)
+        config.stash[OTHER_FAILED] = 0
+
+    def _selected(self, n: int) -> None:
+        finished, selected = self.config.stash[PROGRESS]
+        self.config.stash[PROGRESS] = (finished, max(selected, n))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._selected(sum(1 for i in session.items if is_gated_id(i.nodeid)))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        self._selected(sum(1 for i in ids if is_gated_id(i)))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        stash = self.config.stash
+        if not is_gated_id(report.nodeid):
+            if report.failed:
+                stash[OTHER_FAILED] += 1
+            return
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            finished, selected = stash[PROGRESS]
+            stash[PROGRESS] = (finished + 1, selected)
+
+
+def count_progress(config: pytest.Config) -> None:
+    """Start counting this session's gated cases (once per config)."""
+    if not config.pluginmanager.has_plugin("benchc-progress"):
+        config.pluginmanager.register(ProgressCounter(config), "benchc-progress")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -76,14 +170,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if SESSION not in config.stash or getattr(config, "workeroutput", None) is not None:
         return  # not a benchc session, or an xdist worker (the controller decides)
     state = config.stash[SESSION]
-    if config.getoption("update_snapshots", False) or not state.started:
+    if not state.started and INFRA not in config.stash:
         return
-    overall = session_overall(
-        config.stash[RUN_DIRS],
-        config.stash.get(VERDICTS, []),
-        state.baseline.folder,
-        config.stash.get(ERRORED, []),
-    )
+    overall = session_overall(session)
     if overall is None:
         return
     config.stash[OVERALL] = overall
@@ -93,11 +182,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         for name, value in suite_properties(overall):
             record(name, value)  # type: ignore[operator]
-    from benchc.report.overall import EXIT_INCONCLUSIVE
-
-    if (
-        overall.state in ("unresolved", "inconclusive")
-        and state.cfg.inconclusive_mode == "fail"
-        and session.exitstatus == pytest.ExitCode.OK
-    ):
-        session.exitstatus = EXIT_INCONCLUSIVE
+    if session.exitstatus == pytest.ExitCode.INTERRUPTED or config.stash.get(OTHER_FAILED, 0):
+        return  # pytest's own status: a test outside the suite failed, or Ctrl-C
+    session.exitstatus = overall.exit_code

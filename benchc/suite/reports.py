@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from benchc.suite.config import SuiteConfig
 
 if TYPE_CHECKING:
-    from benchc.report.overall import Overall
+    from benchc.gates.verdict import Overall
     from benchc.results.facts import SuiteFacts
 
 

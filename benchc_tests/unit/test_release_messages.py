@@ -228,7 +228,7 @@ def test_recording_block_says_one_undefined_figure_once_with_its_levels_and_fold
     """A small dataset leaves R_c undefined in every cell, family and the model: one entry with
     its counts and one remedy naming the folder, not one entry per gate; a lone one keeps its
     own file."""
-    from benchc.suite.recording import recording_block
+    from benchc.gates.recording import recording_block
 
     why = "r_c is undefined on the baseline (no sample counts towards it)"
 

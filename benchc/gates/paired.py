@@ -3,7 +3,7 @@ bootstrap SE over the same samples, and whether it is significant.
 
 The same resampling the gates use (:mod:`benchc.gates.check`): both sides on the cells they
 share, aligned by sample id, the same resampled ids applied to both, the SE of the difference
-over those replicates. ``benchc compare`` and the run's verdict (:mod:`benchc.report.overall`:
+over those replicates. ``benchc compare`` and the run's verdict (:mod:`benchc.gates.verdict`:
 large changes no gate covers) read these numbers, so the two cannot disagree.
 """
 

@@ -106,7 +106,7 @@ def recording_block(
             f"baseline {label} is incomplete: {len(errored)} case(s) raised and recorded "
             "nothing (no later run can gate them until they are recorded):"
         )
-        from benchc.report.overall import raised
+        from benchc.gates.verdict import raised
 
         lines.extend(f"  {text}" for text in raised(errored))
     if not undefined and not powerless:
