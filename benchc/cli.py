@@ -334,14 +334,15 @@ def _push(argv: Sequence[str]) -> int:
 
 
 def _plan(argv: Sequence[str]) -> int:
-    from benchc.gates.budget import DEFAULT_BUDGET
-    from benchc.gates.plan import PlanError, parse_targets, plan, text_table
+    from benchc.gates.plan import Grid, PlanError, parse_targets, plan, text_table
+    from benchc.suite.options import OPTIONS, ConfigError
 
     parser = Parser(
         prog="benchc plan",
         description="Before relying on a baseline: from its recorded per-sample values, each "
-        "gate's minimal detectable regression at the dataset's n, and the samples a target "
-        "regression needs (--target). Reads the baseline; writes nothing but --json.",
+        "gate's minimal detectable regression exactly as a gate run with the same grid "
+        "options prints it, and the samples a target regression needs (--target). Reads the "
+        "baseline; writes nothing but --json.",
     )
     parser.add_argument("baseline", type=Path, metavar="BASELINE_DIR", help="a baseline folder")
     parser.add_argument(
@@ -351,21 +352,23 @@ def _plan(argv: Sequence[str]) -> int:
         metavar="[LEVEL:]FIGURE=VALUE",
         help="a regression to resolve, e.g. accuracy=0.02 or model:p_correct=0.01 (repeatable)",
     )
-    parser.add_argument(
-        "--false-alarm-budget", type=float, default=DEFAULT_BUDGET, help="as the suite's option"
-    )
+    grid_options = [o for o in OPTIONS if o.plan]  # the suite's own, as a gate run takes them
+    for opt in grid_options:
+        opt.add_to(parser.add_argument, opt.flag)
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write JSON")
     args = parser.parse_args(list(argv))
     if not args.baseline.is_dir():
         parser.error(f"{args.baseline}: no such folder")
     try:
-        rows = plan(
-            args.baseline, targets=parse_targets(args.target), alpha=args.false_alarm_budget
-        )
-    except (PlanError, ValueError) as exc:
+        given = {o.field: o.given(lambda dest: getattr(args, dest)) for o in grid_options}
+        grid = Grid(given["corruptions"], given["severities"], given["limit"], given["looks"])
+        rows = plan(args.baseline, targets=parse_targets(args.target),
+                    alpha=given["false_alarm_budget"], grid=grid)  # fmt: skip
+    except (PlanError, ConfigError, ValueError) as exc:
         print(f"benchc plan: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(f"baseline {args.baseline}: minimal detectable regression of each gate (one-directional)")
+    print(f"for a gate run on {grid.describe(rows)}")
     print(text_table(rows))
     if args.json is not None:
         import json

@@ -110,42 +110,40 @@ def figures_page() -> str:
     return HEADER + "\n".join(out) + "\n"
 
 
-#: What a gate run's pytest exit status means (pytest's codes, benchc's reasons for them).
-PYTEST_EXITS = {
-    "OK": "every gate passed (or was recorded, with `--snapshot-update`)",
-    "TESTS_FAILED": "a gate failed; with `--strict-gates`, also a gate that could not be checked",
-    "INCONCLUSIVE": "benchc's own: no gate failed but the verdict is inconclusive (gates that "
-    "cannot fail, a model not answering, a large ungated change), with `--inconclusive=fail` only",
-    "INTERRUPTED": "interrupted (Ctrl-C)",
-    "INTERNAL_ERROR": "an error inside pytest or a plugin",
-    "USAGE_ERROR": "one usage error before any forward pass: no such baseline (where benchc "
-    "looked, which exist), a setting that differs from the baseline's (the option, both values, "
-    "the fix), a bad option, model or dataset sample",
-    "NO_TESTS_COLLECTED": "nothing selected (`-k` that matches no case loads no model)",
+#: pytest's own statuses a benchc run can also end with (not verdict states).
+PYTEST_ONLY = {
+    3: "`INTERNAL_ERROR`: an error inside pytest or a plugin",
+    5: "`NO_TESTS_COLLECTED`: nothing selected (`-k` that matches no case loads no model)",
 }
 
 
 def exit_codes_page() -> str:
-    """``pytest`` exit statuses with what they mean in a gate run, and ``benchc report`` /
-    ``benchc compare`` exit codes from :data:`benchc.cli.EXIT_CODES`."""
-    import pytest
-
+    """Every verdict state with its exit code under each policy, from the verdict table
+    (:data:`benchc.gates.states.TABLE`), then the ``benchc`` commands' codes
+    (:data:`benchc.cli.EXIT_CODES`)."""
     from benchc.cli import EXIT_CODES
+    from benchc.gates.states import TABLE
 
     out = [
         "# Exit codes",
         "",
+        "One verdict table decides every exit code (`benchc.gates.states`): a gate run's pytest "
+        "exit status and `benchc report`'s. Only UNRESOLVED and INCONCLUSIVE depend on the "
+        "policy: `--inconclusive=fail` (the default under `--strict-gates`) exits 6, "
+        "`--inconclusive=warn` (the default otherwise) exits 0 and says why. A test outside "
+        "the suite that fails keeps pytest's status 1.",
+        "",
         "## `pytest` (a gate run)",
         "",
-        "| status | name | in a benchc run |",
-        "|---|---|---|",
+        "| state | exit code, `--inconclusive=warn` | exit code, `--inconclusive=fail` or "
+        "`--strict-gates` | meaning |",
+        "|---|---|---|---|",
     ]
-    from benchc.report.overall import EXIT_INCONCLUSIVE
-
-    codes = {n: int(c) for n, c in pytest.ExitCode.__members__.items()}
-    codes["INCONCLUSIVE"] = EXIT_INCONCLUSIVE
-    out += [f"| {codes[n]} | `{n}` | {_cell(m)} |" for n, m in PYTEST_EXITS.items()]
-    out += ["", "## `benchc report`, `benchc compare`", "", "| status | meaning |", "|---|---|"]
+    out += [f"| {r.word} | {r.warn} | {r.fail} | {_cell(r.meaning)} |" for r in TABLE]
+    out += ["", "pytest's own statuses besides:", ""]
+    out += [f"- {code}: {text}" for code, text in PYTEST_ONLY.items()]
+    out += ["", "## `benchc report`, `compare`, `history`, `push`, `plan`", "",
+            "| status | meaning |", "|---|---|"]  # fmt: skip
     out += [f"| {code} | {_cell(text)} |" for code, text in EXIT_CODES.items()]
     return HEADER + "\n".join(out) + "\n"
 

@@ -271,6 +271,7 @@ def run_verdict(
     interrupted: str | None = None,
     infra: str | None = None,
     progress: Progress | None = None,
+    by_user: bool = True,
 ) -> Overall:
     """The one verdict of a run: its gate records decided (:func:`benchc.gates.verdict.decide`),
     then how the run ended (:func:`benchc.gates.verdict.conclude`)."""

@@ -19,9 +19,12 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
+
 from benchc.gates.baselines import snapshot_files
-from benchc.gates.budget import DEFAULT_BUDGET, ErrorBudget
+from benchc.gates.budget import DEFAULT_BUDGET, ErrorBudget, case_budget
 from benchc.gates.check import minimal_detectable, null_se
+from benchc.gates.evidence import GridEvidence
 from benchc.gates.figures import figure
 from benchc.gates.payload import Payload
 from benchc.gates.snapshot import load_baseline
@@ -80,14 +83,14 @@ def _target(targets: Mapping[tuple[str | None, str], float], level: str, name: s
 
 
 def needed_samples(mdr_at, n: int, target: float, floor: float) -> tuple[int | None, str | None]:
-    """The smallest n' whose MDR (``mdr_at(scale)``, scale = n'/n) is at most ``target``."""
+    """The smallest n' whose MDR (``mdr_at(scale)``, scale = n'/n) is at most ``target``: below
+    ``n`` too when the target is already met (the samples that suffice, not the ones there
+    are)."""
     if target < floor:
         return None, f"below the rule's floor {floor:g} (the smallest change that matters)"
-    if mdr_at(1.0) <= target:
-        return n, None
     if mdr_at(MAX_SCALE) > target:
         return None, f"not reachable with {MAX_SCALE:g} x the samples"
-    lo, hi = n, int(n * MAX_SCALE)
+    lo, hi = 0, int(n * MAX_SCALE)
     while lo + 1 < hi:  # MDR falls monotonically with n
         mid = (lo + hi) // 2
         if mdr_at(mid / n) <= target:
@@ -97,11 +100,55 @@ def needed_samples(mdr_at, n: int, target: float, floor: float) -> tuple[int | N
     return hi, None
 
 
+@dataclass(frozen=True)
+class Grid:
+    """The run a plan is for: the suite's grid options as a gate run takes them (None: the
+    baseline's own cells, all its samples, one look)."""
+
+    corruptions: tuple[str, ...] | None = None
+    severities: tuple[int, ...] | None = None
+    limit: int | None = None
+    looks: int = 1
+
+    def describe(self, rows: list[PlanRow]) -> str:
+        """The grid in words, with what the plan's rows were computed on."""
+        cells = sorted({r.scope for r in rows if r.level == "cell"})
+        grid_n = max((r.n for r in rows if r.level != "vsi"), default=0)
+        vsi_n = max((r.n for r in rows if r.level == "vsi"), default=0)
+        samples = f"the first {self.limit} samples" if self.limit is not None else "every sample"
+        look = f"; the budget spent over {self.looks} looks" if self.looks > 1 else ""
+        vsi = f", the VSI gates on {vsi_n} samples of their set" if vsi_n else ""
+        return f"{len(cells)} cells on {samples} (n={grid_n}){vsi}{look}"
+
+
 def _payloads(folder: Path) -> list[Payload]:
     files = snapshot_files(folder)
     if not files:
         raise PlanError(f"{folder}: no recorded baseline (no case snapshot *.json) in it")
     return [load_baseline(p) for p in files]
+
+
+def _in_grid(p: Payload, grid: Grid) -> Payload | None:
+    """``p`` as a gate run on ``grid`` checks it: a cell outside the grid is not run; a family
+    or the model is compared on the grid's cells; every case on the first ``limit`` samples
+    (the live check's :func:`benchc.gates.check` restrictions, applied to the baseline)."""
+    ev = p.evidence
+    if ev is None:
+        return None
+    if isinstance(ev, GridEvidence) and (grid.corruptions or grid.severities):
+        keys = [
+            f"{c}-{s}"
+            for c in ev.corruptions
+            if grid.corruptions is None or c in grid.corruptions
+            for s in ev.severities
+            if grid.severities is None or s in grid.severities
+        ]
+        if not keys:
+            return None
+        ev = ev.restrict(keys) if keys != list(ev.conditions) else ev
+    if grid.limit is not None and grid.limit < len(ev.ids):
+        ev = ev.take(np.arange(grid.limit))
+    return p.with_evidence(ev)
 
 
 def plan(
@@ -110,11 +157,23 @@ def plan(
     targets: Mapping[tuple[str | None, str], float] | None = None,
     alpha: float = DEFAULT_BUDGET,
     seed: int | None = None,
+    grid: Grid = Grid(),
 ) -> list[PlanRow]:
-    """One :class:`PlanRow` per gate of the baseline in ``folder``, in snapshot order."""
+    """One :class:`PlanRow` per gate a run on ``grid`` checks against the baseline in
+    ``folder``, with the MDR that run prints, in snapshot order."""
     targets = dict(targets or {})
-    payloads = _payloads(Path(folder))
-    budget = ErrorBudget.for_payloads(alpha, payloads)
+    loaded = _payloads(Path(folder))
+    _check_targets(targets, loaded, folder)
+    payloads = [q for q in (_in_grid(p, grid) for p in loaded) if q is not None]
+    budget = case_budget(alpha, payloads, grid.looks)
+    rows = []
+    for p in payloads:
+        run_seed = seed if seed is not None else int(p.info.get("seed") or DEFAULT_SEED)
+        rows.extend(_rows(p, budget, targets, run_seed))
+    return rows
+
+
+def _check_targets(targets, payloads: list[Payload], folder: Path) -> None:
     known = {(p.level, r.figure) for p in payloads for r in p.rules}
     for level, name in targets:
         if not any(name == f and level in (None, lv) for lv, f in known):
@@ -122,41 +181,29 @@ def plan(
                 f"--target {(level + ':') if level else ''}{name}: no gate of that name in "
                 f"{folder} (gated: {sorted({f for _, f in known})})"
             )
+
+
+def _rows(p: Payload, budget: ErrorBudget, targets, seed: int) -> list[PlanRow]:
+    assert p.evidence is not None
+    nulls = null_se(p.evidence, seed=seed)
+    n = len(p.evidence.ids)
     rows = []
-    for p in payloads:
-        if p.evidence is None:
+    for rule in p.rules:
+        if rule.off:
             continue
-        run_seed = seed if seed is not None else int(p.info.get("seed") or DEFAULT_SEED)
-        nulls = null_se(p.evidence, seed=run_seed)
-        for rule in p.rules:
-            if rule.off:
-                continue
-            spec = figure(p.level, rule.figure)
-            z = rule.z if rule.z is not None else budget.z(p.level)
-            se = nulls.get(spec.key, float("nan"))
+        spec = figure(p.level, rule.figure)
+        z = rule.z if rule.z is not None else budget.z(p.level)
+        se = nulls.get(spec.key, float("nan"))
 
-            def mdr_at(scale: float, spec=spec, rule=rule, z=z, se=se, ev=p.evidence) -> float:
-                return minimal_detectable(spec, rule, z, se, ev, scale=scale)
+        def mdr_at(scale: float, spec=spec, rule=rule, z=z, se=se, ev=p.evidence) -> float:
+            return minimal_detectable(spec, rule, z, se, ev, scale=scale)
 
-            target = _target(targets, p.level, rule.figure)
-            needed = why = None
-            if target is not None:
-                needed, why = needed_samples(mdr_at, len(p.evidence.ids), target, rule.floor)
-            rows.append(
-                PlanRow(
-                    p.level,
-                    p.scope,
-                    rule.figure,
-                    len(p.evidence.ids),
-                    z,
-                    rule.floor,
-                    se,
-                    mdr_at(1.0),
-                    target,
-                    needed,
-                    why,
-                )
-            )
+        target = _target(targets, p.level, rule.figure)
+        needed = why = None
+        if target is not None:
+            needed, why = needed_samples(mdr_at, n, target, rule.floor)
+        rows.append(PlanRow(p.level, p.scope, rule.figure, n, z, rule.floor, se, mdr_at(1.0),
+                            target, needed, why))  # fmt: skip
     return rows
 
 
@@ -204,4 +251,4 @@ def text_table(rows: list[PlanRow]) -> str:
     return "\n".join(fmt.format(*row).rstrip() for row in (head, *lines))
 
 
-__all__ = ["PlanError", "PlanRow", "needed_samples", "parse_targets", "plan", "text_table"]
+__all__ = ["Grid", "PlanError", "PlanRow", "needed_samples", "parse_targets", "plan", "text_table"]

@@ -90,8 +90,9 @@ TABLE: tuple[Row, ...] = (
         "no gate failed, but the gates could not have caught a regression (gates that cannot "
         "fail, gates not checked, a model not answering, a large ungated change)"),
     Row("interrupted", "INTERRUPTED", EXIT_INTERRUPTED, EXIT_INTERRUPTED,
-        "the run was interrupted (Ctrl-C, `-x`) before every case ran: no verdict; the resume "
-        "command reuses what was computed"),
+        "the run stopped before every case ran (Ctrl-C; `-x` after a case that raised; a FAIL "
+        "found before `-x` stopped stays FAIL): no verdict; the resume command reuses what was "
+        "computed"),
     Row("crashed", "CRASHED", EXIT_CRASHED, EXIT_CRASHED,
         "a gated case raised before its gates were checked (an error in the model's code or "
         "benchc's): no verdict on the cases that did not raise"),

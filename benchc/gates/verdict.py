@@ -381,10 +381,13 @@ def conclude(
     interrupted: str | None = None,
     infra: str | None = None,
     progress: Progress | None = None,
+    by_user: bool = True,
 ) -> Overall:
     """``overall`` (:func:`decide`) as the run ended. Precedence: a fault outside the model
-    (``infra``), then an interruption, then a failed gate, then cases that raised; a run that
-    did not finish never says PASS (its page says what finished and how to resume)."""
+    (``infra``), then an interruption by the user, then a failed gate (final: a run stopped
+    early by it, ``by_user=False``, still FAILs), then an unfinished run, then cases that
+    raised; a run that did not finish never says PASS (its page says what finished and how to
+    resume)."""
     reasons = list(overall.reasons)
     counts = dict(overall.counts)
     if errored:
@@ -394,7 +397,8 @@ def conclude(
     if infra is not None:
         state, reasons = "infra", [Reason("infra", infra), *reasons]
     elif interrupted is not None:
-        state, reasons = "interrupted", [Reason("interrupted", interrupted), *reasons]
+        reasons = [Reason("interrupted", interrupted), *reasons]
+        state = "fail" if state == "fail" and not by_user else "interrupted"
     elif errored and state != "fail":
         state = "crashed"
     return replace(overall, state=state, reasons=tuple(reasons), counts=counts,

@@ -158,7 +158,7 @@ def _has_vsi(run_dir: Path) -> bool:
     return bool(vsi_files(run_dir))
 
 
-def _has_grid(run_dir: Path) -> bool:
+def has_grid(run_dir: Path) -> bool:
     names = {p.stem for p in run_dir.glob("*.npz")}
     return spec.CLEAN in names and bool(_complete_grid(names)[0])
 
@@ -182,7 +182,7 @@ def group_runs(run_dirs: Sequence[Path]) -> list[tuple[Path, Path | None]]:
         m = manifests[d]
         return (m.get("model_fingerprint"), m.get("settings", {}).get("seed"))
 
-    grids = [d for d in dirs if _has_grid(d)]
+    grids = [d for d in dirs if has_grid(d)]
     used: set[Path] = set()
     out: list[tuple[Path, Path | None]] = []
     for g in grids:

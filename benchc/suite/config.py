@@ -7,7 +7,7 @@ option, before any model is loaded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field, make_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +18,14 @@ from benchc.suite.options import (
     DEFAULT_MODEL,
     DEFAULT_VSI_DATASET,
     FIXTURES,
+    OPTIONS,
     ConfigError,
+    Option,
     config_values,
     parse_corruptions,
     parse_degrade,
     parse_severities,
 )
-from benchc.suite.options import default_of as _d
 
 __all__ = [
     "DEFAULT_DATASET",
@@ -39,50 +40,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class SuiteConfig:
-    """What to run: model, dataset, conditions, and where results and thresholds live."""
-
-    model: str = _d("model")
-    revision: str | None = _d("revision")
-    trust_remote_code: bool = _d("trust_remote_code")
-    dataset: str = _d("dataset")
-    corruptions: tuple[str, ...] = _d("corruptions")
-    severities: tuple[int, ...] = _d("severities")
-    image_size: int | None = _d("image_size")  # None: native for the embedded testbed, else 448
-    batch_size: int | None = _d("batch_size")
-    device: str = _d("device")
-    dtype: str | None = _d("dtype")
-    progress: str = _d("progress")  # benchc.suite.progress
-    seed: int = _d("seed")
-    results_dir: Path = _d("results_dir")  # noqa: RUF009 (a Path is immutable)
-    cache_dir: Path | None = _d("cache_dir")  # noqa: RUF009 (a Path is immutable)
-    thresholds_dir: Path = _d("thresholds_dir")  # noqa: RUF009 (a Path is immutable)
-    #: The baseline gated against: a name inside ``thresholds_dir`` or an absolute folder
-    #: (None: the model's own name, :mod:`benchc.gates.baselines`).
-    baseline: str | None = _d("baseline")
-    #: Smoke run: the dataset's first N samples only (None: all).
-    limit: int | None = _d("limit")
-    #: A sequential gate (docs/spec.md §6): at most ``looks`` looks, this run being ``look``.
-    looks: int = _d("looks")
-    look: int = _d("look")
-    report: Path | None = _d("report")  # noqa: RUF009 (a Path is immutable)
-    per_sample: bool = _d("per_sample")
-    #: VSI region for samples without an annotation (docs/spec.md §5): a locator name or
-    #: "module:attr".
-    region_locator: str = _d("region_locator")
-    #: Which VSI the VSI gates read (docs/spec.md §5): ``top50`` or ``full``.
-    vsi_support: str = _d("vsi_support")
-    degrade: dict[str, float] = field(default_factory=dict)
-    #: Typed ``--model-args`` (``benchc.models.registry.parse_model_args``), passed to the backend.
-    model_args: dict[str, Any] = field(default_factory=dict)
-    vsi_dataset: str | None = _d("vsi_dataset")  # None: the embedded set with the testbed
-    false_alarm_budget: float = _d("false_alarm_budget")
-    strict_gates: bool = _d("strict_gates")
-    #: What an unresolved or inconclusive verdict does to the exit code
-    #: (:mod:`benchc.gates.states`; None: :attr:`inconclusive_mode` decides).
-    inconclusive: str | None = _d("inconclusive")
-    worker_id: str | None = None
+class SuiteSettings:
+    """What :class:`SuiteConfig` derives from its fields (the fields themselves come from the
+    option table, :data:`benchc.suite.options.OPTIONS`)."""
 
     @property
     def policy(self) -> Policy:
@@ -94,31 +54,6 @@ class SuiteConfig:
         """``--inconclusive`` as given, else ``fail`` under ``--strict-gates`` (a release
         gate passes on PASS only) and ``warn`` otherwise."""
         return self.policy.mode
-
-    #: The command line this session was started with (provenance; None: this process's).
-    command_line: str | None = None
-    #: Skip (and count) bad samples instead of failing on the first one.
-    lenient: bool = _d("lenient")
-    #: Let dataset image/mask paths leave the dataset's folder (shared image folders).
-    allow_outside_root: bool = _d("allow_outside_root")
-    #: Seconds to wait for a results lock held by another host (None: BENCHC_LOCK_TIMEOUT/600).
-    lock_timeout: float | None = _d("lock_timeout")
-    #: ``--dataset-args``: dataset field -> column of a Hugging Face / Hub dataset.
-    dataset_args: dict[str, str] = field(default_factory=dict)
-    #: After the run (docs/guides/exporters.md): the per-sample log and the exporters' targets.
-    log_samples: bool = _d("log_samples")
-    wandb: str | None = _d("wandb")
-    mlflow: str | None = _d("mlflow")
-    push_to_hub: str | None = _d("push_to_hub")
-    #: ``--export``: (exporter name, target) pairs, any exporter of ``benchc.exporters``.
-    export: tuple[tuple[str, str], ...] = ()
-    #: Beyond one process (docs/guides/cluster.md): ``local`` or ``ray``, the Ray cluster, its
-    #: replicas and GPUs per replica (None: from the cluster); a finished store to gate on.
-    executor: str = _d("executor")
-    ray_address: str | None = _d("ray_address")
-    ray_actors: int | None = _d("ray_actors")
-    ray_gpus: int | None = _d("ray_gpus")
-    from_store: str | None = _d("from_store")
 
     @property
     def conditions(self) -> list[str]:
@@ -160,8 +95,38 @@ class SuiteConfig:
         return f"cuda:{index}"
 
     @classmethod
-    def from_options(cls, get: Any, *, rootdir: Path, worker_id: str | None = None) -> SuiteConfig:
+    def from_options(cls, get: Any, *, rootdir: Path, worker_id: str | None = None) -> Any:
         """Build from ``config.getoption``-style ``get(dest)`` (None: not given), each field as
         :data:`benchc.suite.options.OPTIONS` declares it; relative paths are resolved against
         ``rootdir`` so every xdist worker agrees."""
         return cls(**config_values(get, rootdir), worker_id=worker_id)
+
+
+#: Fields of a run's configuration that no option sets.
+EXTRA_FIELDS: tuple[tuple[str, Any, Any], ...] = (
+    ("worker_id", "str | None", field(default=None)),
+    #: The command line this session was started with (provenance; None: this process's).
+    ("command_line", "str | None", field(default=None)),
+)
+
+
+def config_class(options: tuple[Option, ...] = OPTIONS) -> type:
+    """A run's configuration type: one frozen field per option of ``options`` (its default the
+    option's), then :data:`EXTRA_FIELDS`; the methods of :class:`SuiteSettings`. The one place
+    a setting is declared is its :class:`~benchc.suite.options.Option`."""
+    fields_ = []
+    for opt in options:
+        default = opt.given(lambda dest: None)
+        if isinstance(default, (dict, list, set)):
+            spec_ = field(default_factory=lambda d=default: type(d)(d))
+        else:
+            spec_ = field(default=default)
+        fields_.append((opt.field, Any, spec_))
+    cls = make_dataclass("SuiteConfig", [*fields_, *EXTRA_FIELDS], bases=(SuiteSettings,),
+                         frozen=True)  # fmt: skip
+    cls.__module__ = __name__
+    cls.__doc__ = "What to run: model, dataset, conditions, and where results and thresholds live."
+    return cls
+
+
+SuiteConfig = config_class()

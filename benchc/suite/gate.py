@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
-from benchc.gates import ErrorBudget, GridEvidence, Payload, pipeline
+from benchc.gates import ErrorBudget, GridEvidence, Payload
 from benchc.gates.baselines import BaselineRef
 from benchc.gates.engine import Commands, GateEngine
 from benchc.gates.snapshot import model_slug, recorded_vsi_support
 from benchc.results.reader import StoredRun
-from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
+from benchc.suite.config import SuiteConfig
 from benchc.suite.messages import command
+from benchc.suite.options import suite_command
 
 
 def record_command(cfg: SuiteConfig, *, extra: tuple[str, ...] = ()) -> str:
@@ -64,10 +65,7 @@ def run_record_command(
 
             settings["model"] = read_manifest(folder).get("model") or RELEASED
             settings["results_dir"] = None  # the release's own run, not in the candidate's
-    return pipeline.record_command(settings, defaults=_DEFAULTS)
-
-
-_DEFAULTS = {"model": DEFAULT_MODEL, "dataset": DEFAULT_DATASET}
+    return suite_command(settings, update=True)
 
 
 #: Receives (case name, verdict record) for the summary, the report and JUnit properties.

@@ -16,16 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from benchc.fsutil import display_path
-from benchc.gates import pipeline
 from benchc.gates.baselines import BaselineRef, available
-from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
-from benchc.suite.options import default_of
+from benchc.suite.config import SuiteConfig
+from benchc.suite.options import OPTIONS, suite_command
 
 #: Stands for the released checkpoint where benchc cannot know it.
 RELEASED = "<released checkpoint>"
 #: A setting of the baseline that benchc cannot know (no command is printed with it).
 UNKNOWN = object()
-_DEFAULTS = {"model": DEFAULT_MODEL, "dataset": DEFAULT_DATASET}
 
 
 def command(
@@ -37,25 +35,15 @@ def command(
     if update and "limit" not in overrides:
         overrides["limit"] = None  # a baseline is recorded on the whole dataset
     cfg = replace(cfg, **overrides)
-    settings = {k: getattr(cfg, k) for k in pipeline.RECORD_SETTINGS}
-    extra = tuple(extra) if update else (*gate_policy(cfg), *extra)
-    return pipeline.suite_command(settings, defaults=_DEFAULTS, update=update, extra=extra)
+    settings = {o.field: getattr(cfg, o.field) for o in OPTIONS}
+    return suite_command(settings, update=update, policy=not update, extra=tuple(extra))
 
 
 def gate_policy(cfg: SuiteConfig) -> list[str]:
     """The options of ``cfg`` that decide how a gate run gates and exits, where not their
-    defaults: the sequential look, the false-alarm budget, ``--strict-gates``,
-    ``--inconclusive``."""
-    out = []
-    if cfg.looks != default_of("looks"):
-        out += [f"--looks={cfg.looks}", f"--look={cfg.look}"]
-    if cfg.false_alarm_budget != default_of("false_alarm_budget"):
-        out.append(f"--false-alarm-budget={cfg.false_alarm_budget:g}")
-    if cfg.strict_gates:
-        out.append("--strict-gates")
-    if cfg.inconclusive is not None:
-        out.append(f"--inconclusive={cfg.inconclusive}")
-    return out
+    defaults (:attr:`benchc.suite.options.Option.policy`: the sequential look, the false-alarm
+    budget, ``--strict-gates``, ``--inconclusive``)."""
+    return [arg for o in OPTIONS if o.policy for arg in o.to_args(getattr(cfg, o.field))]
 
 
 def record_release(cfg: SuiteConfig, ref: BaselineRef, model: str | None = None) -> str:

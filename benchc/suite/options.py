@@ -258,6 +258,15 @@ class Option:
     #: An empty value means the default (``--model=`` is the embedded model).
     blank_is_default: bool = False
     hidden: bool = False
+    #: Printed in every command the run prints, so a printed command continues this run: the
+    #: settings that decide comparability with a baseline, and where the run reads and writes.
+    carried: bool = False
+    #: How a gate run gates and exits: printed in a gate run's commands (never a recording's).
+    policy: bool = False
+    #: ``benchc plan`` takes it: the grid and budget a plan is made for.
+    plan: bool = False
+    #: How a value prints back on a command line (None: as ``str``; a switch prints its flag).
+    text: Callable[[Any], str] | None = None
 
     @property
     def dest(self) -> str:
@@ -308,6 +317,25 @@ class Option:
                 kwargs["metavar"] = self.metavar
         addoption(*flags, **kwargs)
 
+    def is_default(self, value: Any) -> bool:
+        """``value`` is what the run gets without this option (a folder: the same folder)."""
+        default = self.given(lambda dest: None)
+        value = tuple(value) if isinstance(value, list) else value
+        if value is None or value == default:
+            return True
+        paths = isinstance(default, (str, Path)) and isinstance(value, (str, Path))
+        if paths and self.finish is _path:
+            return Path(value).resolve() == (Path.cwd() / default).resolve()
+        return False
+
+    def to_args(self, value: Any) -> list[str]:
+        """``value`` as this option's command-line argument (none at its default)."""
+        if self.is_default(value) or value is False or value in ({}, ()):
+            return []
+        if self.switch:
+            return [self.flag]
+        return [f"{self.flag}={self.text(value) if self.text is not None else value}"]
+
     def given(self, get: Callable[[str], Any]) -> Any:
         """The value from ``get(dest)`` (None: not given): defaulted, and converted when it is a
         string (what argparse does with a string default or a command-line value)."""
@@ -324,6 +352,27 @@ class Option:
         return value
 
 
+def _args_text(args: Mapping[str, Any]) -> str:
+    """``--model-args`` as given: ``k=v,...`` (a JSON object for ``extra_body``)."""
+    import json
+
+    return ",".join(
+        f"{k}={json.dumps(v) if isinstance(v, dict | list) else v}" for k, v in args.items()
+    )
+
+
+def _pairs_text(pairs: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in pairs.items())
+
+
+def _list_text(items: Any) -> str:
+    return ",".join(map(str, items))
+
+
+def _knobs_text(knobs: Mapping[str, float]) -> str:
+    return ",".join(f"{k}={v:g}" for k, v in knobs.items())
+
+
 OPTIONS: tuple[Option, ...] = (
     Option(
         "--model",
@@ -333,6 +382,7 @@ OPTIONS: tuple[Option, ...] = (
         metavar="ID_OR_DIR",
         blank_is_default=True,
         finish=_source,
+        carried=True,
     ),
     Option(
         "--model-args",
@@ -341,8 +391,10 @@ OPTIONS: tuple[Option, ...] = (
         "max_pixels=401408 (hf); concurrency=8,rate_limit=5,top_logprobs=20 (openai)",
         metavar="K=V,...",
         finish=_args_of_model,
+        carried=True,
+        text=_args_text,
     ),
-    Option("--revision", "revision", "hub revision of --model", metavar="REV"),
+    Option("--revision", "revision", "hub revision of --model", metavar="REV", carried=True),
     Option(
         "--trust-remote-code",
         "trust_remote_code",
@@ -358,6 +410,7 @@ OPTIONS: tuple[Option, ...] = (
         metavar="PATH",
         blank_is_default=True,
         finish=_source,
+        carried=True,
     ),
     Option(
         "--dataset-args",
@@ -367,6 +420,8 @@ OPTIONS: tuple[Option, ...] = (
         default="",
         type=_dataset_args,
         metavar="F=COL,...",
+        carried=True,
+        text=_pairs_text,
     ),
     Option(
         "--corruptions",
@@ -375,6 +430,9 @@ OPTIONS: tuple[Option, ...] = (
         default=spec.CORRUPTIONS,
         type=parse_corruptions,
         metavar="LIST",
+        carried=True,
+        plan=True,
+        text=_list_text,
     ),
     Option(
         "--severities",
@@ -383,6 +441,9 @@ OPTIONS: tuple[Option, ...] = (
         default=spec.SEVERITIES,
         type=parse_severities,
         metavar="LIST",
+        carried=True,
+        plan=True,
+        text=_list_text,
     ),
     Option(
         "--image-size",
@@ -391,6 +452,7 @@ OPTIONS: tuple[Option, ...] = (
         f"{spec.DEFAULT_IMAGE_SIZE})",
         type=_number(int, lambda n: n < 32, "must be >= 32 px"),
         metavar="PX",
+        carried=True,
     ),
     Option(
         "--batch-size",
@@ -407,7 +469,7 @@ OPTIONS: tuple[Option, ...] = (
         metavar="DEVICE",
         blank_is_default=True,
     ),
-    Option("--dtype", "dtype", "float32, bfloat16, float16", metavar="DTYPE"),
+    Option("--dtype", "dtype", "float32, bfloat16, float16", metavar="DTYPE", carried=True),
     Option(
         "--progress",
         "progress",
@@ -425,6 +487,7 @@ OPTIONS: tuple[Option, ...] = (
         default=spec.DEFAULT_SEED,
         type=_number(int, lambda n: not 0 <= n < 2**63, "must be an integer in 0..2**63-1"),
         metavar="N",
+        carried=True,
     ),
     Option(
         "--results-dir",
@@ -433,6 +496,7 @@ OPTIONS: tuple[Option, ...] = (
         default=Path(".benchc/results"),
         metavar="DIR",
         finish=_path,
+        carried=True,
     ),
     Option(
         "--cache-dir",
@@ -442,6 +506,7 @@ OPTIONS: tuple[Option, ...] = (
         metavar="DIR",
         env="BENCHC_CACHE_DIR",
         finish=_path,
+        carried=True,
     ),
     Option(
         "--thresholds-dir",
@@ -450,6 +515,7 @@ OPTIONS: tuple[Option, ...] = (
         default=Path("thresholds"),
         metavar="DIR",
         finish=_path,
+        carried=True,
     ),
     Option(
         "--baseline",
@@ -458,6 +524,7 @@ OPTIONS: tuple[Option, ...] = (
         "name inside --thresholds-dir or a folder path (default: the model's own name)",
         metavar="NAME_OR_DIR",
         finish=_baseline,
+        carried=True,
     ),
     Option(
         "--limit",
@@ -466,6 +533,8 @@ OPTIONS: tuple[Option, ...] = (
         "same samples of the baseline",
         type=_number(int, lambda n: n < 1, "must be >= 1"),
         metavar="N",
+        carried=True,
+        plan=True,
     ),
     Option(
         "--looks",
@@ -476,6 +545,8 @@ OPTIONS: tuple[Option, ...] = (
         default=1,
         type=_number(int, lambda n: n < 1, "must be >= 1"),
         metavar="K",
+        policy=True,
+        plan=True,
     ),
     Option(
         "--look",
@@ -485,6 +556,7 @@ OPTIONS: tuple[Option, ...] = (
         default=1,
         type=_number(int, lambda n: n < 1, "must be >= 1"),
         metavar="k",
+        policy=True,
     ),
     Option(
         "--report",
@@ -508,6 +580,7 @@ OPTIONS: tuple[Option, ...] = (
         metavar="NAME",
         blank_is_default=True,
         finish=_locator,
+        carried=True,
     ),
     Option(
         "--vsi-support",
@@ -518,18 +591,21 @@ OPTIONS: tuple[Option, ...] = (
         default=spec.VSI_SUPPORT,
         type=_choice(spec.VSI_SUPPORTS),
         metavar="{" + ",".join(spec.VSI_SUPPORTS) + "}",
+        carried=True,
     ),
     Option(
         "--lenient",
         "lenient",
         "skip bad dataset samples (counted in the summary) instead of a usage error",
         switch=True,
+        carried=True,
     ),
     Option(
         "--allow-outside-root",
         "allow_outside_root",
         "let dataset image/mask paths point outside the dataset folder (shared folders)",
         switch=True,
+        carried=True,
     ),
     Option(
         "--lock-timeout",
@@ -547,6 +623,7 @@ OPTIONS: tuple[Option, ...] = (
         "else --dataset)",
         metavar="PATH",
         finish=_source,
+        carried=True,
     ),
     Option(
         "--false-alarm-budget",
@@ -556,6 +633,8 @@ OPTIONS: tuple[Option, ...] = (
         default=0.01,
         type=_number(float, lambda p: not 0.0 < p < 1.0, "must be in (0, 1)"),
         metavar="P",
+        policy=True,
+        plan=True,
     ),
     Option(
         "--strict-gates",
@@ -564,6 +643,7 @@ OPTIONS: tuple[Option, ...] = (
         "instead of being reported, and an inconclusive run exits 6 (release CI; "
         "--inconclusive=warn opts out of the latter)",
         switch=True,
+        policy=True,
     ),
     Option(
         "--inconclusive",
@@ -575,6 +655,7 @@ OPTIONS: tuple[Option, ...] = (
         default=None,
         type=_choice(("warn", "fail")),
         metavar="{warn,fail}",
+        policy=True,
     ),
     # -- after the run: the per-sample log and the exporters (docs/guides/exporters.md) ------
     Option(
@@ -659,7 +740,16 @@ OPTIONS: tuple[Option, ...] = (
         finish=_store_location,
     ),
     # no knob: "" converts to {} (argparse converts a string default like a given value)
-    Option("--benchc-degrade", "degrade", "", default="", type=parse_degrade, hidden=True),
+    Option(
+        "--benchc-degrade",
+        "degrade",
+        "",
+        default="",
+        type=parse_degrade,
+        hidden=True,
+        carried=True,
+        text=_knobs_text,
+    ),
 )
 
 BY_FIELD: dict[str, Option] = {opt.field: opt for opt in OPTIONS}
@@ -708,6 +798,50 @@ def config_values(get: Callable[[str], Any], rootdir: Path) -> dict[str, Any]:
     }
 
 
+def suite_args() -> list[str]:
+    """How to name the suite from the working directory: this checkout's folder, else the
+    installed package (``--pyargs``), so a printed command runs where the run ran."""
+    if (Path.cwd() / "benchc_tests" / "suite").is_dir():
+        return ["benchc_tests/suite"]
+    return ["--pyargs", "benchc_tests.suite"]
+
+
+def carried(options: tuple[Option, ...] = ()) -> tuple[str, ...]:
+    """The fields every printed command carries (:attr:`Option.carried`)."""
+    return tuple(o.field for o in options or OPTIONS if o.carried)
+
+
+def option_args(
+    settings: Mapping[str, Any], *, policy: bool = False, options: tuple[Option, ...] = ()
+) -> list[str]:
+    """``settings`` (field -> value) as command-line arguments, in the table's order: the
+    carried settings, and with ``policy`` how a gate run gates; a setting at its default, or
+    missing, is left out."""
+    out: list[str] = []
+    for opt in options or OPTIONS:
+        if (opt.carried or (policy and opt.policy)) and opt.field in settings:
+            out += opt.to_args(settings[opt.field])
+    return out
+
+
+def suite_command(
+    settings: Mapping[str, Any],
+    *,
+    update: bool = False,
+    policy: bool = False,
+    extra: tuple[str, ...] = (),
+    options: tuple[Option, ...] = (),
+) -> str:
+    """The suite command of ``settings`` (:func:`option_args`), ``--snapshot-update`` when
+    ``update``, then ``extra``."""
+    import shlex
+
+    parts = ["pytest", *suite_args(), *option_args(settings, policy=policy, options=options)]
+    if update:
+        parts.append("--snapshot-update")
+    return shlex.join([*parts, *extra])
+
+
 __all__ = [
     "DEFAULT_DATASET",
     "DEFAULT_MODEL",
@@ -718,10 +852,14 @@ __all__ = [
     "Option",
     "add_namespaced_options",
     "add_options",
+    "carried",
     "config_values",
     "default_of",
     "given_explicitly",
+    "option_args",
     "parse_corruptions",
     "parse_degrade",
     "parse_severities",
+    "suite_args",
+    "suite_command",
 ]

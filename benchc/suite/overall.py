@@ -57,18 +57,19 @@ def _facts(state: SuiteSession, run_dirs) -> Facts | None:
         return None
 
 
-def _ending(session: pytest.Session) -> str | None:
-    """Why the session did not run every selected case (None: it did)."""
+def _ending(session: pytest.Session) -> tuple[str | None, bool]:
+    """Why the session did not run every selected case (None: it did), and whether the user
+    stopped it (Ctrl-C) rather than pytest (``-x``, ``--maxfail``)."""
     config = session.config
     finished, selected = config.stash.get(PROGRESS, (0, 0))
     if session.exitstatus == pytest.ExitCode.INTERRUPTED:
-        return f"interrupted by the user after {finished} of {selected} gated case(s)"
+        return f"interrupted by the user after {finished} of {selected} gated case(s)", True
     stop = session.shouldfail or session.shouldstop
     if stop and config.stash.get(INFRA, None) is None:
-        return f"stopped early ({stop}) after {finished} of {selected} gated case(s)"
+        return f"stopped early ({stop}) after {finished} of {selected} gated case(s)", False
     if selected and finished < selected:
-        return f"{selected - finished} of {selected} gated case(s) did not run"
-    return None
+        return f"{selected - finished} of {selected} gated case(s) did not run", False
+    return None, False
 
 
 def session_overall(session: pytest.Session) -> Overall | None:
@@ -82,7 +83,7 @@ def session_overall(session: pytest.Session) -> Overall | None:
     state: SuiteSession = config.stash[SESSION]
     records = [v for v in config.stash.get(VERDICTS, []) if v.get("status") != "recorded"]
     errored = config.stash.get(ERRORED, [])
-    infra, ending = config.stash.get(INFRA, None), _ending(session)
+    infra, (ending, by_user) = config.stash.get(INFRA, None), _ending(session)
     recording = bool(config.getoption("update_snapshots", False))
     if not records and not errored and infra is None and ending is None:
         return None
@@ -93,7 +94,8 @@ def session_overall(session: pytest.Session) -> Overall | None:
         return conclude(base, errored=errored, interrupted=ending, infra=infra, progress=progress)
     facts = _facts(state, config.stash[RUN_DIRS]) if ending is None and infra is None else None
     return run_verdict(records, policy=state.cfg.policy, facts=facts, errored=errored,
-                       interrupted=ending, infra=infra, progress=progress)  # fmt: skip
+                       interrupted=ending, infra=infra, progress=progress,
+                       by_user=by_user)  # fmt: skip
 
 
 @pytest.hookimpl(hookwrapper=True)

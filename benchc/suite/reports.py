@@ -96,9 +96,13 @@ def write_page(
     """The report of ``dirs`` in ``out``: one run (with its VSI run) against its baseline, or
     several runs compared; ``notes``: the session's run notes (None: what the runs show)."""
     from benchc.report import compare_runs, write_report
-    from benchc.results.reader import group_runs
+    from benchc.results.reader import group_runs, has_grid
 
     groups = group_runs(dirs)  # the grid run and, with its own dataset, the VSI run
+    if overall is not None or verdicts:  # a gate run: its verdict's page, never a comparison
+        groups = [g for g in groups if has_grid(g[0]) or g[1] is not None][:1]
+        if not groups or (overall is not None and not has_grid(groups[0][0]) and not verdicts):
+            return _verdict_only(cfg, out, overall, notes)
     if len(groups) == 1:
         return write_report(
             groups[0][0],
@@ -119,6 +123,15 @@ def write_page(
     return compare_runs(
         [g for g, _ in groups], out, vsi_dirs=[v for _, v in groups], facts=suite_facts()
     )
+
+
+def _verdict_only(cfg: SuiteConfig, out: Path, overall: Overall | None, notes) -> Path:
+    """The page of a gate run that stored nothing to draw (:mod:`benchc.report.verdict_only`)."""
+    from benchc.gates.engine import run_verdict
+    from benchc.report.verdict_only import write_verdict_only
+
+    title = f"benchc report: {cfg.model} (no stored grid to draw)"
+    return write_verdict_only(out, overall or run_verdict([]), title=title, notes=notes or ())
 
 
 def suite_facts() -> SuiteFacts:
