@@ -317,10 +317,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(f"ERROR: benchc: {error}", red=True)
     for line in lines:
         terminalreporter.write_line(line)
-    if lines and not config.getoption("update_snapshots", False):
-        from benchc.suite.sequential import next_look
-
-        for line in next_look(cfg, records):
+    overall = config.stash.get(OVERALL, None)
+    if overall is not None and not config.getoption("update_snapshots", False):
+        for line in _after_look(cfg, overall.state, records):
             terminalreporter.write_line(line, yellow=True)
     if config.getoption("update_snapshots", False) and _session(config).started:
         from benchc.gates.recording import recording_block
@@ -330,6 +329,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
             terminalreporter.write_line(f"WARNING: recorded a baseline while {warning}", red=True)
         for line in recording_block(records, _session(config).baseline.label, errored):
             terminalreporter.write_line(line)
+
+
+def _after_look(cfg, state: str, records: list[dict]) -> list[str]:
+    """The sequential gate's next step (:func:`benchc.gates.looks.after_look`), with this run's
+    command for a look."""
+    from benchc.gates.looks import after_look
+    from benchc.suite.messages import command
+
+    return after_look(state, records, look=cfg.look, looks=cfg.looks,
+                      command=lambda limit, look: command(cfg, limit=limit, look=look))  # fmt: skip
 
 
 def _sides(config: pytest.Config) -> list[str]:
@@ -344,11 +353,9 @@ def _sides(config: pytest.Config) -> list[str]:
     else:
         lines = [f"candidate: {state.backend.name} ({cfg.model})", f"baseline: {ref.label}"]
     if cfg.looks > 1:
-        scope = f"the first {cfg.limit} samples" if cfg.limit is not None else "every sample"
-        lines.append(
-            f"sequential gate: look {cfg.look} of {cfg.looks} on {scope} (the false-alarm budget "
-            f"spent evenly over the {cfg.looks} looks)"
-        )
+        from benchc.gates.looks import coverage, header
+
+        lines.append(header(cfg.look, cfg.looks, cfg.limit, coverage(config.stash[VERDICTS])))
     elif cfg.limit is not None:
         lines.append(
             f"smoke run (--limit {cfg.limit}): the gates compared the first {cfg.limit} samples "

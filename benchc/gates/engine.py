@@ -12,6 +12,7 @@ exporters, the step summary and JUnit are its clients: none of them decides a ga
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Literal
 from benchc.fsutil import display_path
 from benchc.gates.baselines import BaselineRef
 from benchc.gates.budget import ErrorBudget
-from benchc.gates.check import Outcome, describe
+from benchc.gates.check import Outcome, ZFor, check, describe
 from benchc.gates.evidence import EvidenceError, GridEvidence
 from benchc.gates.facts import Facts
 from benchc.gates.figures import figures
@@ -277,7 +278,32 @@ def run_verdict(
     then how the run ended (:func:`benchc.gates.verdict.conclude`)."""
     overall = decide([r for r in records if r.get("status") != "recorded"], facts, policy=policy)
     return conclude(overall, errored=errored, interrupted=interrupted, infra=infra,
-                    progress=progress)  # fmt: skip
+                    progress=progress, by_user=by_user)  # fmt: skip
+
+
+def recording_verdict(
+    *,
+    policy: Policy = DEFAULT_POLICY,
+    errored: Sequence[Mapping[str, str]] = (),
+    interrupted: str | None = None,
+    infra: str | None = None,
+    progress: Progress | None = None,
+) -> Overall:
+    """The verdict of a recording (``--snapshot-update``): RECORDED, unless a case raised (the
+    baseline is incomplete), the run stopped, or a fault outside the model ended it."""
+    return conclude(Overall("recorded", policy=policy), errored=errored,
+                    interrupted=interrupted, infra=infra, progress=progress)  # fmt: skip
+
+
+def with_mdrs(payload: Payload, *, z_for: ZFor, seed: int) -> Payload:
+    """``payload`` with each gated figure's minimal detectable regression under its own rules
+    (what a recording writes into the snapshot: a hand-edited floor changes it)."""
+    from dataclasses import replace
+
+    outcomes = check(payload, payload, z_for=z_for, seed=seed).outcomes
+    mdr = {o.spec.name: o.mdr for o in outcomes}
+    figs = {k: replace(f, mdr=mdr.get(k, math.nan)) for k, f in payload.figures.items()}
+    return replace(payload, figures=figs)
 
 
 #: The last cell's per-sample verdicts (cases of one cell run one after another).
@@ -294,5 +320,5 @@ def unchecked_record(case: str, key: str, reason: str) -> Record:
 
 __all__ = [
     "CaseDecision", "Commands", "GateEngine", "SnapshotUnusable", "identity", "load_snapshot",
-    "run_verdict", "unchecked_record",
+    "recording_verdict", "run_verdict", "unchecked_record", "with_mdrs",
 ]  # fmt: skip

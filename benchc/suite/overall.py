@@ -75,8 +75,8 @@ def _ending(session: pytest.Session) -> tuple[str | None, bool]:
 def session_overall(session: pytest.Session) -> Overall | None:
     """The run's verdict from the engine; None when the run gated nothing, raised nothing and
     finished (a recording that recorded every case)."""
-    from benchc.gates.engine import run_verdict
-    from benchc.gates.verdict import Overall, Progress, conclude
+    from benchc.gates.engine import recording_verdict, run_verdict
+    from benchc.gates.verdict import Progress
     from benchc.suite.messages import command
 
     config = session.config
@@ -90,8 +90,8 @@ def session_overall(session: pytest.Session) -> Overall | None:
     finished, selected = config.stash.get(PROGRESS, (0, 0))
     progress = Progress(finished, selected, command(state.cfg, update=recording))
     if recording:
-        base = Overall("recorded", policy=state.cfg.policy)
-        return conclude(base, errored=errored, interrupted=ending, infra=infra, progress=progress)
+        return recording_verdict(policy=state.cfg.policy, errored=errored, interrupted=ending,
+                                 infra=infra, progress=progress)  # fmt: skip
     facts = _facts(state, config.stash[RUN_DIRS]) if ending is None and infra is None else None
     return run_verdict(records, policy=state.cfg.policy, facts=facts, errored=errored,
                        interrupted=ending, infra=infra, progress=progress,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from benchc.gates import (
@@ -18,7 +17,6 @@ from benchc.gates import (
     GateRule,
     GridEvidence,
     Payload,
-    check,
     default_rules,
     figures,
 )
@@ -69,10 +67,9 @@ def build_payload(
 def with_rules(payload: Payload, rules: Sequence[GateRule], *, z_for: ZFor, seed: int) -> Payload:
     """``payload`` under ``rules``, each gated figure's minimal detectable regression
     recomputed for them (a hand-edited floor changes it)."""
-    payload = payload.with_rules(rules)
-    mdr = {o.spec.name: o.mdr for o in check(payload, payload, z_for=z_for, seed=seed).outcomes}
-    figs = {k: replace(f, mdr=mdr.get(k, math.nan)) for k, f in payload.figures.items()}
-    return replace(payload, figures=figs)
+    from benchc.gates.engine import with_mdrs
+
+    return with_mdrs(payload.with_rules(rules), z_for=z_for, seed=seed)
 
 
 def grid_payloads(

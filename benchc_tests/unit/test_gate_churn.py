@@ -216,21 +216,26 @@ def _unresolved_record(n: int, resolve_n: int, available: int) -> dict:
 
 
 def test_a_sequential_gate_prints_its_next_look_with_the_samples_that_resolve_it():
+    from dataclasses import replace
+
     from benchc.gates import ErrorBudget
-    from benchc.suite.sequential import next_limit, next_look
+    from benchc.gates.looks import after_look
+    from benchc.suite.messages import command
+
+    def next_look(cfg, records):
+        return after_look("unresolved", records, look=cfg.look, looks=cfg.looks,
+                          command=lambda limit, look: command(cfg, limit=limit, look=look))  # fmt: skip
 
     records = [_unresolved_record(40, 90, 115), {"status": "pass", "n": 40}]
-    assert next_limit(records) == (90, 115)
-    assert next_limit([_unresolved_record(40, 400, 115)]) == (115, 115)  # all there is
-    assert next_limit([_unresolved_record(115, 400, 115)]) is None  # nothing left to add
     cfg = SuiteConfig(limit=40, looks=3, look=1, strict_gates=True)
     head, cmd = next_look(cfg, records)
-    assert "next look (2 of 3) with 90 of the baseline's 115 samples" in head
+    assert "next look (2 of 3) with 90 of the dataset's 115 samples" in head
     assert "--limit=90" in cmd and "--looks=3" in cmd and "--look=2" in cmd
     assert "--strict-gates" in cmd
     full = next_look(cfg, [_unresolved_record(40, 400, 115)])[1]
     assert "--limit" not in full  # the whole dataset
-    assert "verdict stands" in next_look(SuiteConfig(limit=40, looks=2, look=2), records)[0]
+    assert "stands" in next_look(replace(cfg, looks=2, look=2), records)[0]
+    assert "design has ended" in next_look(cfg, [_unresolved_record(115, 400, 115)])[0]
     assert "--looks=K" in next_look(SuiteConfig(limit=40), records)[0]
     # each look spends 1/K of the budget: z grows, the family-wise error holds
     one, three = ErrorBudget(0.01, {"model": 10}), ErrorBudget(0.01, {"model": 10}, looks=3)

@@ -370,15 +370,15 @@ def test_the_next_look_of_a_sequential_gate_runs_as_printed(
     (more of the baseline's samples, look 2): run verbatim, it gates those samples at the same
     per-look budget. Which gates are unresolved is decided by the gate tests; here the record
     that says so is given, and what is checked is the command benchc prints for it."""
-    import benchc.suite.sequential as sequential
+    import benchc.gates.looks as looks
 
     root = project.path
     args = _args(model_dir, medium_dataset, corruption_cache, root)
     project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=16)
-    monkeypatch.setattr(sequential, "next_limit", lambda records: (24, 32))
+    monkeypatch.setattr(looks, "next_limit", lambda records, cov, look, n_looks: 24)
     first = project.runpytest_inprocess(*args, "--limit=12", "--looks=2", "--strict-gates")
     out = first.stdout.str()
-    assert "sequential gate: look 1 of 2 on the first 12 samples" in out
+    assert "sequential gate: look 1 of 2 on 12 of the dataset's 32 samples" in out
     assert "spent over 2 looks" in out
     (printed,) = [ln.strip() for ln in first.outlines if ln.strip().startswith("pytest ")]
     assert "--limit=24" in printed and "--look=2" in printed and "--strict-gates" in printed
@@ -400,7 +400,7 @@ def test_the_next_look_of_a_sequential_gate_runs_as_printed(
     # an exit status of 6 is said, with why and how to opt out
     said = "exit status 6: under --strict-gates a run passes on PASS only" in second.stdout
     assert said == (second.returncode == 6)
-    assert "sequential gate: look 2 of 2 on the first 24 samples" in second.stdout
+    assert "sequential gate: look 2 of 2 on 24 of the dataset's 32 samples" in second.stdout
     over = run(printed.replace("--look=2", "--look=3"))
     assert over.returncode == pytest.ExitCode.USAGE_ERROR
     assert "no look after its last" in over.stderr
