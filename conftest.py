@@ -40,6 +40,8 @@ OPT_IN_MARKERS = {
     "cluster": "the grid on a local Ray cluster (benchc[ray]: actors killed, driver killed, "
     "--from-store, server replicas); run with -m cluster",
     "power": "MDR power tests (simulated regressions over seeds, ~45 s); run with -m power",
+    "verdicts": "every state of the verdict table under every policy, through real pytest "
+    "processes (~6 min); run with -m verdicts",
 }
 #: The suite's warm-up process of this run: None (none), () (wanted), (process, log).
 WARMUP = pytest.StashKey[tuple]()

@@ -19,6 +19,7 @@ import pytest
 
 from benchc.suite.activate import activate, suite_requested, usage_error
 from benchc.suite.keys import (
+    BASELINE,
     BUDGET,
     ENGINE,
     ERRORED,
@@ -222,6 +223,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput["benchc_run_dirs"] = sorted(config.stash[RUN_DIRS])
         workeroutput["benchc_verdicts"] = list(config.stash[VERDICTS])
         workeroutput["benchc_errored"] = list(config.stash[ERRORED])
+        state = _session(config)
+        workeroutput["benchc_baseline"] = str(state.baseline.folder) if state.started else ""
         workeroutput["benchc_notes"] = _notes(config)
         if LOAD_ERROR in config.stash:
             workeroutput["benchc_error"] = config.stash[LOAD_ERROR]
@@ -260,7 +263,9 @@ def _write_reports(config: pytest.Config) -> list[str]:
     verdicts = [v for v in config.stash.get(VERDICTS, []) if v["status"] != "recorded"]
     sides = state.sides() if state.started else None
     notes = _sides(config)[2:] + [n for n in _notes(config) if "another environment" in n]
-    folder = state.baseline.folder if state.started else None
+    from benchc.suite.overall import baseline_folder
+
+    folder = baseline_folder(config)
     return write_reports(state.cfg, config.stash[RUN_DIRS], verdicts or None, sides=sides,
                          notes=notes, baseline_folder=folder,
                          overall=config.stash.get(OVERALL, None),
@@ -276,6 +281,8 @@ def pytest_testnodedown(node, error) -> None:
     stash[RUN_DIRS].update(out.get("benchc_run_dirs", []))
     stash[VERDICTS].extend(out.get("benchc_verdicts", []))
     stash[ERRORED].extend(out.get("benchc_errored", []))
+    if out.get("benchc_baseline"):
+        stash[BASELINE] = out["benchc_baseline"]
     if out.get("benchc_error"):
         stash[LOAD_ERROR] = out["benchc_error"]
     notes = stash.setdefault(NOTES, [])

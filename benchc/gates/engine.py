@@ -63,7 +63,10 @@ def identity(payload: Payload) -> tuple[str, str]:
     model or VSI case): what its snapshot file is named after."""
     if payload.level in ("cell", "family"):
         return payload.level, payload.scope
-    return payload.level, next(iter(payload.figures))
+    names = [*payload.figures, *(r.figure for r in payload.rules)]
+    if not names:
+        raise ValueError(f"{payload.level} case {payload.scope!r} gates no figure")
+    return payload.level, names[0]
 
 
 class SnapshotUnusable(ValueError):

@@ -117,7 +117,9 @@ def config_class(options: tuple[Option, ...] = OPTIONS) -> type:
     fields_ = []
     for opt in options:
         default = opt.given(lambda dest: None)
-        if isinstance(default, (dict, list, set)):
+        if opt.empty is not None:
+            spec_ = field(default_factory=opt.empty)
+        elif isinstance(default, (dict, list, set)):
             spec_ = field(default_factory=lambda d=default: type(d)(d))
         else:
             spec_ = field(default=default)

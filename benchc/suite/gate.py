@@ -157,7 +157,7 @@ class GateCheck:
         """``--snapshot-update``: :mod:`benchc.suite.record` writes the case's snapshot."""
         from benchc.suite.record import record_case
 
-        for record in record_case(self, payload):
+        for record in record_case(self.engine, self.snapshot, self.node.name, payload):
             if self.sink is not None:
                 self.sink(self.node.name, record)
 

@@ -38,3 +38,5 @@ PROGRESS = pytest.StashKey[tuple]()
 OTHER_FAILED = pytest.StashKey[int]()
 #: This process's gate engine (:class:`benchc.gates.engine.GateEngine`).
 ENGINE = pytest.StashKey[object]()
+#: The baseline folder the workers gated against (the xdist controller runs no case).
+BASELINE = pytest.StashKey[str]()

@@ -267,6 +267,9 @@ class Option:
     plan: bool = False
     #: How a value prints back on a command line (None: as ``str``; a switch prints its flag).
     text: Callable[[Any], str] | None = None
+    #: The configuration's value when the option is not given, where that is not
+    #: :attr:`default` (a factory: ``dict`` for arguments parsed into a mapping).
+    empty: Callable[[], Any] | None = None
 
     @property
     def dest(self) -> str:
@@ -391,6 +394,7 @@ OPTIONS: tuple[Option, ...] = (
         "max_pixels=401408 (hf); concurrency=8,rate_limit=5,top_logprobs=20 (openai)",
         metavar="K=V,...",
         finish=_args_of_model,
+        empty=dict,
         carried=True,
         text=_args_text,
     ),

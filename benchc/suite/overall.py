@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from benchc.suite.keys import (
+    BASELINE,
     ERRORED,
     INFRA,
     OTHER_FAILED,
@@ -42,7 +43,17 @@ def is_gated_id(nodeid: str) -> bool:
     return name.startswith(GATED)
 
 
-def _facts(state: SuiteSession, run_dirs) -> Facts | None:
+def baseline_folder(config: pytest.Config) -> Path | None:
+    """The baseline this session gated against: its own, or (the xdist controller, which runs
+    no case) the one its workers resolved; None when no case ran."""
+    state = config.stash[SESSION]
+    if state.started:
+        return state.baseline.folder
+    folder = config.stash.get(BASELINE, None)
+    return Path(folder) if folder else None
+
+
+def _facts(config: pytest.Config, run_dirs) -> Facts | None:
     """The facts of the stored run against the baseline (None when it cannot be read back)."""
     from benchc.report.write import run_facts_for
     from benchc.results.reader import group_runs
@@ -52,7 +63,7 @@ def _facts(state: SuiteSession, run_dirs) -> Facts | None:
     if len(groups) != 1:
         return None
     try:
-        return run_facts_for(groups[0][0], state.baseline.folder, groups[0][1])
+        return run_facts_for(groups[0][0], baseline_folder(config), groups[0][1])
     except (StoreError, OSError, ValueError):
         return None
 
@@ -92,7 +103,7 @@ def session_overall(session: pytest.Session) -> Overall | None:
     if recording:
         return recording_verdict(policy=state.cfg.policy, errored=errored, interrupted=ending,
                                  infra=infra, progress=progress)  # fmt: skip
-    facts = _facts(state, config.stash[RUN_DIRS]) if ending is None and infra is None else None
+    facts = _facts(config, config.stash[RUN_DIRS]) if ending is None and infra is None else None
     return run_verdict(records, policy=state.cfg.policy, facts=facts, errored=errored,
                        interrupted=ending, infra=infra, progress=progress,
                        by_user=by_user)  # fmt: skip
@@ -171,9 +182,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if SESSION not in config.stash or getattr(config, "workeroutput", None) is not None:
         return  # not a benchc session, or an xdist worker (the controller decides)
-    state = config.stash[SESSION]
-    if not state.started and INFRA not in config.stash:
-        return
     overall = session_overall(session)
     if overall is None:
         return

@@ -23,7 +23,7 @@ from benchc.gates.recording import recorded_records
 from benchc.gates.rules import RuleError, check_rules, default_rules, merge_rules
 
 if TYPE_CHECKING:
-    from benchc.suite.gate import GateCheck
+    from benchc.gates.engine import GateEngine
 
 
 def _unusable_header(path: Path) -> dict[str, Any] | None:
@@ -78,12 +78,14 @@ def _rules(payload: Payload, baseline: Payload | None, path: Path):
     return tuple(r for r in rules if r.figure in names)
 
 
-def record_case(check: GateCheck, payload: Payload) -> list[dict[str, Any]]:
-    """Write ``payload`` as its case's snapshot; the records the summary's recording block
-    reads (the ``kept`` one when a larger grid's snapshot stays)."""
+def record_case(
+    engine: GateEngine, snapshot: Any, case: str, payload: Payload
+) -> list[dict[str, Any]]:
+    """Write ``payload`` as case ``case``'s snapshot into the engine's baseline (``snapshot``:
+    the case's syrupy assertion); the records the summary's recording block reads (the
+    ``kept`` one when a larger grid's snapshot stays)."""
     from benchc.suite.payloads import with_rules
 
-    engine, case = check.engine, check.node.name
     path = engine.snapshot_path(payload)
     try:
         baseline = load_snapshot(path)
@@ -99,7 +101,7 @@ def record_case(check: GateCheck, payload: Payload) -> list[dict[str, Any]]:
     if payload.evidence is not None:
         sidecar.save(path.parent, payload.evidence)
     stem = snapshot_stem(*identity(payload))
-    assert check.snapshot(name=stem) == payload
+    assert snapshot(name=stem) == payload
     written = path.parent / f"{stem}.json"
     legacy = engine.baseline.legacy_snapshot(*identity(payload))
     if legacy.is_file() and legacy != written:

@@ -62,6 +62,10 @@ def gate_summary(
     records = [r for r in records if r["status"] != "recorded"]  # recording's own block
     if overall is None and not records:
         return []
+    if overall is None:
+        from benchc.gates.engine import run_verdict
+
+        overall = run_verdict(records)
     by = Counter(r["status"] for r in records)
     lines = list(overall.lines()) if overall is not None else []
     if records:

@@ -86,13 +86,19 @@ def test_bundle_carries_the_named_baseline_a_candidate_was_gated_against(
     assert bundle_mod.build(copy, thresholds_dir=snapshots).snapshots_dir == named
 
 
-@pytest.mark.parametrize(
-    ("counts", "available", "want"),
-    [({"fail": 1, "pass": 3}, True, "fail"), ({"unchecked": 1, "pass": 3}, True, "unchecked"),
-     ({"pass": 3}, True, "pass"), ({}, False, "none")],
-)  # fmt: skip
-def test_overall_verdict(counts, available, want):
-    assert bundle_mod.overall_verdict(counts, available) == want
+def _gate(status: str, level: str = "model") -> dict:
+    return {"case": "c", "scope": level, "level": level, "figure": "ras", "status": status}
+
+
+def test_the_exported_verdict_is_the_gate_engines():
+    # the state the engine wrote into the report wins; without one the engine decides the
+    # report's records; a run without records has none
+    assert bundle_mod._verdict({"overall": {"state": "crashed"}}, {}) == "crashed"
+    block = {"available": True, "items": [_gate("fail"), _gate("pass")]}
+    assert bundle_mod._verdict({}, block) == "fail"
+    unchecked = {"available": True, "items": [_gate("unchecked"), _gate("pass", "cell")]}
+    assert bundle_mod._verdict({}, unchecked) == "inconclusive"  # a model gate unchecked
+    assert bundle_mod._verdict({}, {"available": False, "items": []}) == "none"
 
 
 # -- the Hub: the staged folder, the card huggingface_hub parses, the one upload call -----------

@@ -19,7 +19,7 @@ from benchc.gates.figures import figure
 from benchc.gates.plan import needed_samples, parse_targets, plan
 from benchc.gates.rules import GateRule
 from benchc.gates.snapshot import load_baseline
-from benchc.report.overall import decide
+from benchc.gates.verdict import decide
 from benchc.suite.config import SuiteConfig
 from benchc.suite.gate import GateCheck
 

@@ -11,7 +11,8 @@ import numpy as np
 from benchc import spec
 from benchc.gates import ErrorBudget, GateRule, GridEvidence, figures, sidecar
 from benchc.gates.budget import count_gates
-from benchc.gates.pipeline import check_case, record_command, settings_mismatch
+from benchc.gates.pipeline import check_case, settings_mismatch
+from benchc.suite.options import suite_command
 from benchc.gates.samples import sample_verdicts
 from benchc.results.reader import StoredRun
 from benchc.suite.config import SuiteConfig
@@ -87,7 +88,7 @@ def test_one_record_command_for_a_config_and_a_stored_run(tmp_path):
     )  # fmt: skip
     assert run_record_command(run, cfg.thresholds_dir) == cfg_command(cfg)
     assert (
-        record_command({"seed": spec.DEFAULT_SEED}) == "pytest benchc_tests/suite --snapshot-update"
+        suite_command({"seed": spec.DEFAULT_SEED}, update=True) == "pytest benchc_tests/suite --snapshot-update"
     )
     # a non-default VSI support is carried, live and from snapshots recorded under it
     full = replace(cfg, vsi_support="full")

@@ -82,15 +82,15 @@ def test_extension_binds_root_slug_and_mode(tmp_path):
     assert ext.update is False and extension_for(tmp_path, "x", update=True).update is True
 
 
-def test_comparator_is_the_paired_check(tmp_path):
+def test_syrupy_only_writes_the_engine_decides(tmp_path):
+    """syrupy's comparator is no way to decide a gate: it matches equal bytes only (what a
+    recording writes), and says the gate engine checks snapshots."""
     ext = extension_for(tmp_path, "m", update=False)()
     base = _recorded(tmp_path, _payload(0.0))
-    assert ext.matches(serialized_data=ext.serialize(_payload(-0.01)), snapshot_data=base)
-    assert ext.matches(serialized_data=ext.serialize(_payload(2.0)), snapshot_data=base)
-    worse = ext.serialize(_payload(-3.0))
-    assert not ext.matches(serialized_data=worse, snapshot_data=base)
-    text = "\n".join(ext.diff_lines(worse, base))
-    assert "gate FAIL: ras in fog-3" in text and "floor 0.05" in text
+    assert ext.matches(serialized_data=base, snapshot_data=base)
+    small = ext.serialize(_payload(-0.01))  # a change a gate would pass: still not "equal"
+    assert not ext.matches(serialized_data=small, snapshot_data=base)
+    assert "gate engine" in "\n".join(ext.diff_lines(small, base))
 
 
 def test_a_damaged_or_missing_sidecar_is_a_clear_error(tmp_path):
@@ -110,8 +110,6 @@ def test_a_damaged_or_missing_sidecar_is_a_clear_error(tmp_path):
     path.unlink()
     with pytest.raises(EvidenceError, match="missing"):
         sidecar.load(tmp_path / "m", ok.evidence_file, ok.evidence_digest, where="x")
-    ext = extension_for(tmp_path, "m", update=False)()
-    assert not ext.matches(serialized_data=ext.serialize(_payload(0.0)), snapshot_data=base)
 
 
 def test_sweep_keeps_referenced_sidecars_only(tmp_path):

@@ -14,11 +14,10 @@ import pytest
 from benchc import provenance
 from benchc.gates import GridEvidence, check
 from benchc.gates.baselines import available, normalise, resolve, write_manifest
-from benchc.gates.pipeline import RECORD_SETTINGS
 from benchc.gates.rules import merge_rules, parse_rule
 from benchc.suite.config import SuiteConfig
 from benchc.suite.messages import command
-from benchc.suite.options import add_options
+from benchc.suite.options import add_options, carried
 from benchc.suite.payloads import build_payload
 from benchc.suite.summary import gate_summary
 from benchc_tests.unit.suite_project import make_suite_project
@@ -65,7 +64,7 @@ def test_every_printed_command_carries_every_comparability_setting(tmp_path):
     )
     for printed in (command(cfg), command(cfg, update=True), command(cfg, extra=("-k", "fog-2"))):
         back = _reparse(printed, tmp_path)
-        for key in RECORD_SETTINGS:
+        for key in carried():
             if key == "limit" and "--snapshot-update" in printed:
                 assert back.limit is None  # a baseline is recorded on the whole dataset
                 continue
@@ -128,7 +127,7 @@ def test_the_powerless_count_is_one_number_in_the_verdict_and_the_summary():
     "cannot fail", are counted the same way in both lines."""
     import re
 
-    from benchc.report.overall import decide
+    from benchc.gates.verdict import decide
 
     says = "this gate cannot fail on this dataset: minimal detectable regression 0.5"
     records = [_record("pass", "ras", "model", says), _record("pass", "r_c", "model", says)]

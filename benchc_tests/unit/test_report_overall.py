@@ -1,5 +1,5 @@
 """The run's one verdict (issue 32 item 1): fail, pass or inconclusive with its reasons, one
-definition (:mod:`benchc.report.overall`) rendered the same in the terminal summary,
+definition (:mod:`benchc.gates.verdict`) rendered the same in the terminal summary,
 report.json, the page's banner, the JUnit suite properties and the step summary."""
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from benchc.report import ci
-from benchc.report.overall import Facts, Overall, blind_share, decide, run_facts
-from benchc.report.write import assess
+from benchc.gates.engine import run_verdict
+from benchc.gates.facts import Facts, blind_share, run_facts
+from benchc.gates.verdict import Overall, decide
+from benchc.report.write import run_facts_for
 from benchc.results.reader import StoredRun
 from benchc.suite.reports import write_report
 from benchc.suite.summary import gate_summary
@@ -163,7 +165,9 @@ def test_one_verdict_rendered_the_same_everywhere(tmp_path):
         r.text for r in overall.reasons
     ]
     # decided from the stored runs (what the suite and benchc report do): the same state
-    assert assess(cand, tmp_path / "thr" / "toy-vlm", records).state == "inconclusive"
+    assert run_verdict(records, facts=run_facts_for(cand, tmp_path / "thr" / "toy-vlm")).state == (
+        "inconclusive"
+    )
 
 
 def test_benchc_report_prints_the_verdict_and_inconclusive_can_fail(tmp_path, capsys):

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from benchc.gates import ErrorBudget, GridEvidence, Payload, default_rules, sidecar
-from benchc.gates.snapshot import extension_for
+from benchc.gates.baselines import BaselineRef
+from benchc.gates.engine import GateEngine
+from benchc.gates.states import Policy
 from benchc.suite.config import SuiteConfig
 from benchc.suite.gate import GateCheck
 from benchc.suite.summary import gate_summary
@@ -57,16 +59,18 @@ def test_an_unchecked_gate_is_reported_and_fails_under_strict(tmp_path, strict):
     rel = sidecar.save(path.parent, base.evidence)
     path.write_text(base.to_json(evidence_file=rel))
     records = []
+    engine = GateEngine(BaselineRef("m", path.parent), budget=ErrorBudget(), policy=Policy(strict))
     gate = GateCheck(
-        _Snapshot(path), SuiteConfig(), _Node(), update=False, budget=ErrorBudget(),
-        strict=strict, sink=lambda case, rec: records.append(rec),
+        _Snapshot(path), SuiteConfig(), _Node(), update=False, engine=engine,
+        sink=lambda case, rec: records.append(rec),
     )  # fmt: skip
     exc = pytest.fail.Exception if strict else pytest.skip.Exception
     with pytest.raises(exc, match="could not be checked"):
         gate(_payload(_evidence(all_right=True)))
     (rec,) = records
     assert rec["status"] == "unchecked" and "undefined on the baseline" in rec["reason"]
-    assert "UNCHECKED r_w in model" in "\n".join(gate_summary(records))
+    text = "\n".join(gate_summary(records))
+    assert "  unchecked gates:\n    - r_w in model: r_w is undefined on the baseline" in text
 
 
 def test_summary_lists_failures_kept_improved_and_mdr():
@@ -82,7 +86,7 @@ def test_summary_lists_failures_kept_improved_and_mdr():
     ]  # fmt: skip
     text = "\n".join(gate_summary(recs, "budget line"))
     assert "gates: 1 fail, 1 improved, 1 kept" in text
-    assert "FAIL ras in model: 0.1 -> 0 (tolerance 0.02, MDR 0.02)" in text
+    assert "  failed gates:\n    - ras in model: 0.1 -> 0 (tolerance 0.02, MDR 0.02)" in text
     assert "KEPT test_model[r_c]" in text and "accuracy in fog-1: 0.5 -> 0.7" in text
     assert "ras" in text.split("minimal detectable regression")[1]
     assert gate_summary([]) == []
@@ -95,10 +99,5 @@ def test_summary_says_why_a_tolerance_exceeds_the_mdr():
            "current": 0.222, "tolerance": 0.2457, "mdr": 0.03, "z": 3.29, "floor": 0.03,
            "n": 18, "reason": None, "note": note}  # fmt: skip
     assert note in "\n".join(gate_summary([rec]))
-    assert note in "\n".join(gate_summary([{**rec, "status": "fail"}])).split("\nFAIL ")[1]
-
-
-def test_extension_for_binds_the_budget():
-    budget = ErrorBudget(0.05, {"model": 2})
-    ext = extension_for("t", "m", update=False, budget=budget, seed=3)
-    assert ext.budget is budget and ext.seed == 3
+    failed = "\n".join(gate_summary([{**rec, "status": "fail"}])).split("failed gates:")[1]
+    assert note in failed

@@ -46,25 +46,27 @@ def test_more_than_five_pairs_are_counted_not_listed() -> None:
         )
 
 
-def test_a_case_that_raised_fails_the_verdict_whatever_the_other_gates_say() -> None:
-    from benchc.report.overall import Overall, decide, with_errors
+def test_a_case_that_raised_crashes_the_verdict_whatever_the_other_gates_say() -> None:
+    from benchc.gates.verdict import Overall, conclude, decide
 
     passed = [{"status": "pass", "level": "model", "figure": "ras", "scope": "model"}]
     assert decide(passed).state == "pass"
-    assert with_errors(decide(passed), []) == decide(passed)
+    assert conclude(decide(passed)) == decide(passed)
     errored = [{"case": f"test_cell[fog-{s}]", "error": "ValueError: x"} for s in (1, 2, 3, 4)] + [
         {"case": "test_model[ras]", "error": "KeyError: 'y'"}
     ]
-    overall = with_errors(decide(passed), errored[::-1])  # in any order: xdist
-    assert overall.state == "fail"
+    overall = conclude(decide(passed), errored=errored[::-1])  # in any order: xdist
+    assert overall.state == "crashed" and overall.exit_code == 7
     assert overall.lines() == [
-        "FAIL: 5 gated case(s) raised before their gates were checked",
-        "  - 4 case(s) raised (test_cell[fog-1], test_cell[fog-2], test_cell[fog-3] and 1 "
+        "CRASHED: 5 gated case(s) raised before their gates were checked; no verdict (the cases "
+        "that did not raise cannot vouch for them)",
+        "  cases that raised before their gates were checked:",
+        "    - 4 case(s) raised (test_cell[fog-1], test_cell[fog-2], test_cell[fog-3] and 1 "
         "more): ValueError: x",
-        "  - 1 case(s) raised (test_model[ras]): KeyError: 'y'",
+        "    - 1 case(s) raised (test_model[ras]): KeyError: 'y'",
     ]
     failed = [{**passed[0], "status": "fail", "baseline": 0.5, "current": 0.4, "tolerance": 0.01}]
-    both = with_errors(decide(failed), errored[:1])
+    both = conclude(decide(failed), errored=errored[:1])
     assert both.headline == (
         "FAIL: 1 gate(s) failed, 1 gated case(s) raised before their gates were checked"
     )
@@ -84,7 +86,7 @@ class _Silent(StubHandler):
         self.reply(200, json.dumps({"choices": choices}).encode())
 
 
-def test_a_served_model_that_never_names_an_option_fails_the_verdict_and_names_the_pairs(
+def test_a_served_model_that_never_names_an_option_crashes_the_verdict_and_names_the_pairs(
     pytester, tmp_path
 ) -> None:
     """Recorded while answering, checked while silent on one sample: every gated case raises
@@ -131,10 +133,12 @@ def test_a_served_model_that_never_names_an_option_fails_the_verdict_and_names_t
         # two xdist workers: each hands its raised cases to the controller's verdict
         result = suite("silent", "thresholds", "-n", "2", run=project.runpytest_subprocess)
         result.assert_outcomes(failed=12, skipped=2)
+        assert result.ret == 7  # the verdict table's CRASHED, not a regression's 1
         result.stdout.fnmatch_lines(
             [
-                "FAIL: 12 gated case(s) raised before their gates were checked",
-                "  - 12 case(s) raised (test_cell[[]pixelate-2[]], test_family[[]digital[]], "
+                "CRASHED: 12 gated case(s) raised before their gates were checked*",
+                "  cases that raised before their gates were checked:",
+                "    - 12 case(s) raised (test_cell[[]pixelate-2[]], test_family[[]digital[]], "
                 f"test_model[[]accuracy[]] and 9 more): {said}*",
             ]
         )
