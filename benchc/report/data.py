@@ -468,56 +468,21 @@ def build(
     if has_baseline and len(runs) == 1 and not labels:  # the gate's two sides, named
         labels = [f"candidate: {runs[0].model_name} / {runs[0].dataset_name}"]
     labels = list(labels) if labels else default_labels(runs)
-    base_name = baseline.folder.name if baseline is not None else None
     first = runs[0]
     ref = vsi_reference(runs, baseline, baseline_run, vsi_support)
     kw = {"n_boot": n_boot, "vsi_ref": ref, "vsi_support": vsi_support}
     series = [series_from_run(r, lab, **kw) for r, lab in zip(runs, labels, strict=True)]
-    if baseline is not None and not baseline.empty and baseline_run is not None:
-        b = series_from_run(baseline_run, "baseline", **kw)
-        b["name"] = base_name
-        b.update(
-            kind="baseline",
-            source=f"{display_path(baseline.folder)} ({display_path(baseline_run.path)})",
-        )
-        if b["vsi"] is None:
-            b["vsi"] = snap.evidence_vsi(baseline) or snap.vsi_from_snapshots(baseline)
-            b["missing"] = run_missing(baseline_run, b["vsi"])
-        series.append(b)
-    elif baseline is not None and not baseline.empty:
-        series.append(series_from_snapshots(baseline, first.corruptions, first.severities))
-        series[-1]["name"] = base_name
+    extra = _baseline_series(baseline, baseline_run, first, kw)
+    if extra is not None:
+        series.append(extra)
     vb = verdicts_block(verdicts, verdict_note, record_command, accept_command)
-    title = (
-        f"benchc report: {first.model_name} on {first.dataset_name}"
-        if len(runs) == 1
-        else "benchc compare: " + " vs ".join(labels)
-    )
-    sides = None
-    if has_baseline and len(runs) == 1:
-        assert baseline is not None
-        title = (
-            f"benchc report: candidate {first.model_name} against baseline "
-            f"{baseline.folder.name} on {first.dataset_name}"
-        )
-        sides = {
-            "candidate": {"name": first.model_name, "source": display_path(first.path)},
-            "baseline": {"name": baseline.folder.name, "source": display_path(baseline.folder)},
-        }
+    title, sides = _title_and_sides(runs, labels, baseline if has_baseline else None)
     return {
         "schema": SCHEMA,
         "title": title,
         "sides": sides,
         "mode": "report" if len(runs) == 1 else "compare",
-        "axes": {
-            "corruptions": list(first.corruptions),
-            "severities": list(first.severities),
-            "families": {
-                f: [c for c in first.corruptions if c in cs]
-                for f, cs in spec.FAMILIES.items()
-                if any(c in first.corruptions for c in cs)
-            },
-        },
+        "axes": _axes(first),
         "series": series,
         "baseline_note": _baseline_note(baseline, len(runs), baseline_run),
         "verdicts": vb,
@@ -526,6 +491,70 @@ def build(
         "subset": subset,
         "overall": overall,
         "provenance": provenance,
+    }
+
+
+def _baseline_series(
+    baseline: snap.SnapshotBaseline | None,
+    baseline_run: StoredRun | None,
+    first: StoredRun,
+    kw: dict[str, Any],
+) -> dict[str, Any] | None:
+    """The baseline's series, overlaid on the runs': every block from the stored run its
+    snapshots were recorded from when it is at hand, else what the snapshots record on the
+    first run's grid; ``None`` without a readable baseline."""
+    if baseline is None or baseline.empty:
+        return None
+    if baseline_run is not None:
+        b = series_from_run(baseline_run, "baseline", **kw)
+        b["name"] = baseline.folder.name
+        b.update(
+            kind="baseline",
+            source=f"{display_path(baseline.folder)} ({display_path(baseline_run.path)})",
+        )
+        if b["vsi"] is None:
+            b["vsi"] = snap.evidence_vsi(baseline) or snap.vsi_from_snapshots(baseline)
+            b["missing"] = run_missing(baseline_run, b["vsi"])
+        return b
+    b = series_from_snapshots(baseline, first.corruptions, first.severities)
+    b["name"] = baseline.folder.name
+    return b
+
+
+def _title_and_sides(
+    runs: Sequence[StoredRun],
+    labels: Sequence[str],
+    baseline: snap.SnapshotBaseline | None,
+) -> tuple[str, dict[str, Any] | None]:
+    """The page title and, for one run against a (readable) ``baseline``, the two sides the
+    gate compared, named: a reader sees which is the candidate before any number."""
+    first = runs[0]
+    if baseline is not None and len(runs) == 1:
+        title = (
+            f"benchc report: candidate {first.model_name} against baseline "
+            f"{baseline.folder.name} on {first.dataset_name}"
+        )
+        sides = {
+            "candidate": {"name": first.model_name, "source": display_path(first.path)},
+            "baseline": {"name": baseline.folder.name, "source": display_path(baseline.folder)},
+        }
+        return title, sides
+    if len(runs) == 1:
+        return f"benchc report: {first.model_name} on {first.dataset_name}", None
+    return "benchc compare: " + " vs ".join(labels), None
+
+
+def _axes(first: StoredRun) -> dict[str, Any]:
+    """The grid every series is drawn on: the first run's corruptions and severities, and
+    the families (in :data:`benchc.spec.FAMILIES` order) that hold any of its corruptions."""
+    return {
+        "corruptions": list(first.corruptions),
+        "severities": list(first.severities),
+        "families": {
+            f: [c for c in first.corruptions if c in cs]
+            for f, cs in spec.FAMILIES.items()
+            if any(c in first.corruptions for c in cs)
+        },
     }
 
 

@@ -283,60 +283,90 @@ def drilldown(
     cell, the other's first, so a card reads baseline beside candidate (``answers_note`` says
     why when the other run lacks the sample or the cell).
     """
-    g = run.grid
-    if g is None or not picks:
+    if run.grid is None or not picks:
         return [], None
     ds, note = _open_dataset(run) if images else (None, "thumbnails off")
     by_id = {s.id: s for s in ds} if ds is not None else {}
     mean_ras = _mean_ras_by_sample(run)
     out = []
     for pick in picks:
-        sid, why, gate = Pick(*pick)
-        i = run.ids.index(sid)
-        flat = np.where(np.isnan(g.ras[i]), np.inf, g.ras[i])
-        d, l_ = np.unravel_index(int(np.argmin(flat)), flat.shape)
-        worst = spec.condition_key(g.corruptions[d], run.severities[l_])
-        cell, basis, cell_note = shown_cell(run, i, gate)
-        c, sev = spec.parse_condition(cell)
-        cd, cl = g.corruptions.index(c), list(run.severities).index(sev)
-        mine = answers_in(run, sid, cell, labels[0])
-        assert mine is not None  # the run's own sample and cell
-        theirs = answers_in(other, sid, cell, labels[1]) if other is not None else None
-        entry: dict[str, Any] = {
-            "id": sid,
-            "why": why,
-            "answer": int(g.answers[i]),
-            "cell": cell,
-            "cell_basis": basis,
-            "cell_note": cell_note,
-            "ras_cell": num(g.ras[i, cd, cl]),
-            "gate": None
-            if gate is None
-            else {
-                "anchor": verdict_anchor(gate),
-                **{x: gate.get(x) for x in ("level", "scope", "figure", "label", "status")},
-            },
-            "worst_cell": worst,
-            "ras_worst": num(g.ras[i, d, l_]),
-            "mean_ras": num(mean_ras[i]),
-            "baseline_mean_ras": num((baseline_ras or {}).get(sid)),
-            **{x: mine[x] for x in ("p_clean", "p_corrupted", "pred_clean", "pred_corrupted")},
-            "question": None,
-            "options": None,
-        }
-        entry["anchor"] = sample_anchor(sid)
-        entry["answers"] = [a for a in (theirs, mine) if a is not None]
-        entry["answers_note"] = (
-            None
-            if other is None or theirs is not None
-            else f"{labels[1]} holds no answer to this sample in {cell}"
-        )
+        card = Pick(*pick)
+        sid, gate = card.id, card.gate
+        entry = _card(run, card, mean_ras, baseline_ras, other, labels)
         if gate is not None and gate.get("level") == "vsi" and vsi is not None:
             entry["vsi"] = {"baseline": num(vsi[0].get(sid)), "current": num(vsi[1].get(sid))}
         sample = by_id.get(sid)
         if sample is not None:
             entry["question"] = sample.question
             entry["options"] = list(sample.options)
-            entry["thumbnails"] = _images(run, sample, cell)
+            entry["thumbnails"] = _images(run, sample, entry["cell"])
         out.append(entry)
     return out, note
+
+
+def _worst_cell(run: StoredRun, i: int) -> tuple[str, Any, Any]:
+    """Sample row ``i``'s lowest-RAS cell over the grid (an undefined pair never wins) as its
+    key and grid indices: a card names it whichever cell it shows."""
+    g = run.grid
+    assert g is not None
+    flat = np.where(np.isnan(g.ras[i]), np.inf, g.ras[i])
+    d, l_ = np.unravel_index(int(np.argmin(flat)), flat.shape)
+    return spec.condition_key(g.corruptions[d], run.severities[l_]), d, l_
+
+
+def _gate_summary(gate: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a card says of the gate that picked it: enough to name it and link its verdict."""
+    if gate is None:
+        return None
+    return {
+        "anchor": verdict_anchor(gate),
+        **{x: gate.get(x) for x in ("level", "scope", "figure", "label", "status")},
+    }
+
+
+def _card(
+    run: StoredRun,
+    pick: Pick,
+    mean_ras: np.ndarray,
+    baseline_ras: dict[str, float] | None,
+    other: StoredRun | None,
+    labels: tuple[str, str],
+) -> dict[str, Any]:
+    """One picked sample's numbers (see :func:`drilldown`), without the dataset's question,
+    options and thumbnails, which need the dataset at hand."""
+    g = run.grid
+    assert g is not None
+    sid, why, gate = pick
+    i = run.ids.index(sid)
+    worst, d, l_ = _worst_cell(run, i)
+    cell, basis, cell_note = shown_cell(run, i, gate)
+    c, sev = spec.parse_condition(cell)
+    cd, cl = g.corruptions.index(c), list(run.severities).index(sev)
+    mine = answers_in(run, sid, cell, labels[0])
+    assert mine is not None  # the run's own sample and cell
+    theirs = answers_in(other, sid, cell, labels[1]) if other is not None else None
+    entry: dict[str, Any] = {
+        "id": sid,
+        "why": why,
+        "answer": int(g.answers[i]),
+        "cell": cell,
+        "cell_basis": basis,
+        "cell_note": cell_note,
+        "ras_cell": num(g.ras[i, cd, cl]),
+        "gate": _gate_summary(gate),
+        "worst_cell": worst,
+        "ras_worst": num(g.ras[i, d, l_]),
+        "mean_ras": num(mean_ras[i]),
+        "baseline_mean_ras": num((baseline_ras or {}).get(sid)),
+        **{x: mine[x] for x in ("p_clean", "p_corrupted", "pred_clean", "pred_corrupted")},
+        "question": None,
+        "options": None,
+    }
+    entry["anchor"] = sample_anchor(sid)
+    entry["answers"] = [a for a in (theirs, mine) if a is not None]
+    entry["answers_note"] = (
+        None
+        if other is None or theirs is not None
+        else f"{labels[1]} holds no answer to this sample in {cell}"
+    )
+    return entry

@@ -212,34 +212,11 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
     status = doc.get("cell_status", {})
     base = reference_series(series)
     ref = base["cells"][figure] if base is not None else None
-    panels = []
-    for p, s in enumerate(series):
-        vals = s["cells"][figure]
-        m = np.array([[_v(vals.get(f"{c}-{sev}")) for sev in sevs] for c in rows], dtype=np.float64)
-        rgba = svgmatrix.colours(cmap, lo, hi, m)
-        labels, inks, frames = [], [], {}
-        for r, c in enumerate(rows):
-            labels.append([])
-            inks.append([])
-            for j, sev in enumerate(sevs):
-                key = f"{c}-{sev}"
-                v = m[r, j]
-                lines = ["–" if math.isnan(v) else cell_text(v)]
-                if s is not base and ref is not None and ref.get(key) is not None:
-                    d = v - ref[key]
-                    if not math.isnan(v) and d != 0:  # candidate − baseline, under its value
-                        lines.append(cell_text(d, signed=True))
-                labels[r].append(lines)
-                inks[r].append("black" if math.isnan(v) else ink(tuple(rgba[r, j])))
-                st = status.get(key) if p == 0 else None
-                if st in ("fail", "improved"):
-                    frames[(r, j)] = STATUS_COLOURS[st]
-        panels.append(svgmatrix.Panel(m, labels, inks, [s["label"]], gid=f"heat-{figure}-{p}",
-                                      frames=frames))  # fmt: skip
-    groups, start = [], 0
-    for fam in fams:
-        groups.append((fam, start, start + len(fams[fam])))
-        start += len(fams[fam])
+    panels = [
+        _heat_panel(figure, p, s, (rows, sevs), (cmap, lo, hi),
+                    status, None if s is base else ref)
+        for p, s in enumerate(series)
+    ]  # fmt: skip
     return svgmatrix.render(
         svgmatrix.Matrix(
             salt=f"heat-{figure}",
@@ -252,7 +229,7 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
             lo=lo,
             hi=hi,
             bar_label=HEAT_LABELS.get(figure, figure),
-            groups=groups,
+            groups=_family_groups(fams),
             panel_width=190.0,
             title_pt=TITLE_PT,
             label_pt=LABEL_PT,
@@ -260,6 +237,54 @@ def heatmap(doc: dict[str, Any], figure: str, title: str) -> str:
             cell_pt=HEAT_LABEL_PT,
         )
     )
+
+
+def _heat_panel(
+    figure: str,
+    p: int,
+    s: dict[str, Any],
+    grid: tuple[list[str], list[Any]],
+    scale: tuple[str, float, float],
+    status: dict[str, str],
+    ref: dict[str, Any] | None,
+) -> svgmatrix.Panel:
+    """Series ``s``'s heatmap panel: each cell's value and, against ``ref`` (the reference
+    series' cells; None for the reference itself), its change under it; a frame in the gate's
+    colour on a failed or improved cell of the first panel (``p`` 0: the run under report)."""
+    rows, sevs = grid
+    cmap, lo, hi = scale
+    vals = s["cells"][figure]
+    m = np.array([[_v(vals.get(f"{c}-{sev}")) for sev in sevs] for c in rows], dtype=np.float64)
+    rgba = svgmatrix.colours(cmap, lo, hi, m)
+    labels, inks, frames = [], [], {}
+    for r, c in enumerate(rows):
+        labels.append([])
+        inks.append([])
+        for j, sev in enumerate(sevs):
+            key = f"{c}-{sev}"
+            v = m[r, j]
+            lines = ["–" if math.isnan(v) else cell_text(v)]
+            if ref is not None and ref.get(key) is not None:
+                d = v - ref[key]
+                if not math.isnan(v) and d != 0:  # candidate − baseline, under its value
+                    lines.append(cell_text(d, signed=True))
+            labels[r].append(lines)
+            inks[r].append("black" if math.isnan(v) else ink(tuple(rgba[r, j])))
+            st = status.get(key) if p == 0 else None
+            if st in ("fail", "improved"):
+                frames[(r, j)] = STATUS_COLOURS[st]
+    return svgmatrix.Panel(m, labels, inks, [s["label"]], gid=f"heat-{figure}-{p}",
+                           frames=frames)  # fmt: skip
+
+
+def _family_groups(fams: dict[str, list[str]]) -> list[tuple[str, int, int]]:
+    """The heatmap's row groups: each family's (name, first row, end row), rows being the
+    corruptions family by family."""
+    groups, start = [], 0
+    for fam in fams:
+        groups.append((fam, start, start + len(fams[fam])))
+        start += len(fams[fam])
+    return groups
 
 
 def _finite(values: Any) -> bool:
@@ -395,60 +420,8 @@ def component_plane(doc: dict[str, Any]) -> str:
     centres = (edges[:-1] + edges[1:]) / 2
     for ax, state in zip(axes[0], STATE_LABELS, strict=True):
         for line, (i, s) in enumerate(planes):
-            st = s["plane"]["states"][state]
-            dens = np.asarray(st["density"], dtype=np.float64).T  # rows ΔC, cols ΔS
-            if i == planes[0][0]:
-                ax.imshow(
-                    np.log1p(dens),
-                    origin="lower",
-                    extent=(-1, 1, -1, 1),
-                    cmap="Greys",
-                    aspect="auto",
-                    interpolation="nearest",
-                )
-            elif dens.sum() > 0:
-                ax.contour(
-                    centres,
-                    centres,
-                    np.log1p(dens),
-                    levels=3,
-                    colors=_style(i)["color"],
-                    linewidths=0.8,
-                    linestyles="--",
-                )
-            if st["mean_d_s"] is not None and st["mean_d_c"] is not None:
-                ax.plot(
-                    st["mean_d_s"],
-                    st["mean_d_c"],
-                    marker=_style(i)["marker"],
-                    ms=6,
-                    color=_style(i)["color"],
-                    mec="white",
-                    ls="none",
-                    label=f"state mean: {s['label']}" if state == "cc" else None,
-                )
-            r = st["mean_ras"]
-            glyph = MARKER_GLYPHS.get(_style(i)["marker"], "")
-            ax.annotate(
-                f"{glyph} RAS {'n/a' if r is None else f'{r:+.3f}'} (n={st['n']})",
-                xy=(0.5, 0),
-                xycoords="axes fraction",
-                xytext=(0, -30 - PLANE_LINE_PT * line),
-                textcoords="offset points",
-                ha="center",
-                va="top",
-                fontsize=TICK_PT,
-                color=_style(i)["color"],
-            )
-        ax.axhline(0, color="#888888", lw=0.5)
-        ax.axvline(0, color="#888888", lw=0.5)
-        ax.set_xlim(-1, 1)
-        ax.set_ylim(-1, 1)
-        ax.set_title(STATE_LABELS[state], fontsize=LABEL_PT)
-        ax.set_xlabel("ΔS", fontsize=LABEL_PT)
-        ax.set_xticks([-0.5, 0, 0.5])  # none at the edges: they would touch the next panel's
-        ax.set_yticks([-1, -0.5, 0, 0.5, 1])
-        _ticks(ax)
+            _plane_series(ax, state, line, i, s, i == planes[0][0], centres)
+        _plane_frame(ax, state)
     axes[0][0].set_ylabel("ΔC", fontsize=LABEL_PT)
     handles, labels = axes[0][0].get_legend_handles_labels()
     if handles:
@@ -456,6 +429,80 @@ def component_plane(doc: dict[str, Any]) -> str:
                    ncol=len(handles))  # fmt: skip
     fig.suptitle("RAS component plane by correctness state (Bench-C Fig. 5)", fontsize=TITLE_PT)
     return _svg(fig, "plane")
+
+
+def _plane_series(
+    ax: Any, state: str, line: int, i: int, s: dict[str, Any], first: bool, centres: np.ndarray
+) -> None:
+    """Series ``s`` (index ``i``, the ``line``-th with a plane) in one state's panel: its
+    density, its state mean as a marker (legend entry in the first panel only) and its mean-RAS
+    line under the axis, in its colour and marker."""
+    st = s["plane"]["states"][state]
+    dens = np.asarray(st["density"], dtype=np.float64).T  # rows ΔC, cols ΔS
+    _plane_density(ax, dens, first, _style(i)["color"], centres)
+    if st["mean_d_s"] is not None and st["mean_d_c"] is not None:
+        ax.plot(
+            st["mean_d_s"],
+            st["mean_d_c"],
+            marker=_style(i)["marker"],
+            ms=6,
+            color=_style(i)["color"],
+            mec="white",
+            ls="none",
+            label=f"state mean: {s['label']}" if state == "cc" else None,
+        )
+    r = st["mean_ras"]
+    glyph = MARKER_GLYPHS.get(_style(i)["marker"], "")
+    ax.annotate(
+        f"{glyph} RAS {'n/a' if r is None else f'{r:+.3f}'} (n={st['n']})",
+        xy=(0.5, 0),
+        xycoords="axes fraction",
+        xytext=(0, -30 - PLANE_LINE_PT * line),
+        textcoords="offset points",
+        ha="center",
+        va="top",
+        fontsize=TICK_PT,
+        color=_style(i)["color"],
+    )
+
+
+def _plane_density(
+    ax: Any, dens: np.ndarray, first: bool, colour: str, centres: np.ndarray
+) -> None:
+    """A state's (ΔS, ΔC) density on a log scale: the first series' as the grey image under
+    everything, another series' as dashed contours in its colour (none where it is empty)."""
+    if first:
+        ax.imshow(
+            np.log1p(dens),
+            origin="lower",
+            extent=(-1, 1, -1, 1),
+            cmap="Greys",
+            aspect="auto",
+            interpolation="nearest",
+        )
+    elif dens.sum() > 0:
+        ax.contour(
+            centres,
+            centres,
+            np.log1p(dens),
+            levels=3,
+            colors=colour,
+            linewidths=0.8,
+            linestyles="--",
+        )
+
+
+def _plane_frame(ax: Any, state: str) -> None:
+    """A state panel's axes: zero lines, the [-1, 1] square, title, ticks and ΔS label."""
+    ax.axhline(0, color="#888888", lw=0.5)
+    ax.axvline(0, color="#888888", lw=0.5)
+    ax.set_xlim(-1, 1)
+    ax.set_ylim(-1, 1)
+    ax.set_title(STATE_LABELS[state], fontsize=LABEL_PT)
+    ax.set_xlabel("ΔS", fontsize=LABEL_PT)
+    ax.set_xticks([-0.5, 0, 0.5])  # none at the edges: they would touch the next panel's
+    ax.set_yticks([-1, -0.5, 0, 0.5, 1])
+    _ticks(ax)
 
 
 # -- Fig. 6: trajectory composition ---------------------------------------------------------
@@ -609,39 +656,8 @@ def vsi_gap(doc: dict[str, Any]) -> str:
     ax = axes[0][0]
     width = 0.2
     for g, s in enumerate(blocks):
-        gap = s["vsi"]["gap"]
-        for k, (key, label, colour) in enumerate(parts):
-            val = gap.get(key)
-            if val is None:
-                continue
-            err = gap.get(f"{key}_std") if key.startswith("probe") else None
-            ax.bar(
-                g + (k - 1.5) * width,
-                val,
-                width,
-                color=colour,
-                yerr=err,
-                capsize=2,
-                label=label if g == 0 else None,
-                hatch=None if s["kind"] == "run" else "//",
-                edgecolor="black" if s["kind"] != "run" else colour,
-            )
-        if gap.get("probe_low") is not None and gap.get("change_low") is not None:
-            x = g - 2.2 * width
-            ax.annotate(
-                "",
-                xy=(x, gap["probe_low"]),
-                xytext=(x, gap["change_low"]),
-                arrowprops={"arrowstyle": "<->", "color": "black", "lw": 0.8},
-            )
-            ax.text(
-                x - 0.03,
-                (gap["probe_low"] + gap["change_low"]) / 2,
-                f"gap {gap['gap']:+.2f}" if gap.get("gap") is not None else "",
-                ha="right",
-                va="center",
-                fontsize=TICK_PT,
-            )
+        _gap_bars(ax, g, s, parts, width)
+        _gap_bracket(ax, g, s["vsi"]["gap"], width)
     ax.set_xticks(
         range(len(blocks)),
         [f"{s['label']}\n(n_low={s['vsi']['gap'].get('n_low')})" for s in blocks],
@@ -653,6 +669,51 @@ def vsi_gap(doc: dict[str, Any]) -> str:
     fig.suptitle("Encoder-LLM disconnect on the low-VSI pool (VSI Fig. 2 / Table 2)",
                  fontsize=TITLE_PT)  # fmt: skip
     return _svg(fig, "vsi-gap")
+
+
+def _gap_bars(
+    ax: Any, g: int, s: dict[str, Any], parts: tuple[tuple[str, str, str], ...], width: float
+) -> None:
+    """Series ``s``'s group of bars at ``g`` (one a part it has a value for; the probes with
+    their fold spread), a baseline's hatched and outlined so it reads apart from a run's."""
+    gap = s["vsi"]["gap"]
+    for k, (key, label, colour) in enumerate(parts):
+        val = gap.get(key)
+        if val is None:
+            continue
+        err = gap.get(f"{key}_std") if key.startswith("probe") else None
+        ax.bar(
+            g + (k - 1.5) * width,
+            val,
+            width,
+            color=colour,
+            yerr=err,
+            capsize=2,
+            label=label if g == 0 else None,
+            hatch=None if s["kind"] == "run" else "//",
+            edgecolor="black" if s["kind"] != "run" else colour,
+        )
+
+
+def _gap_bracket(ax: Any, g: int, gap: dict[str, Any], width: float) -> None:
+    """The gap's bracket left of group ``g``, spanning exactly the two bars it subtracts
+    (probe accuracy and argmax change on the low-VSI pool), with the gap's value."""
+    if gap.get("probe_low") is not None and gap.get("change_low") is not None:
+        x = g - 2.2 * width
+        ax.annotate(
+            "",
+            xy=(x, gap["probe_low"]),
+            xytext=(x, gap["change_low"]),
+            arrowprops={"arrowstyle": "<->", "color": "black", "lw": 0.8},
+        )
+        ax.text(
+            x - 0.03,
+            (gap["probe_low"] + gap["change_low"]) / 2,
+            f"gap {gap['gap']:+.2f}" if gap.get("gap") is not None else "",
+            ha="right",
+            va="center",
+            fontsize=TICK_PT,
+        )
 
 
 def reliability(doc: dict[str, Any]) -> str:

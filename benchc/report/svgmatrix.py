@@ -247,6 +247,44 @@ def render(fig: Matrix) -> str:
     """The figure as an inline ``<svg>`` element, sized in points to everything drawn."""
     c = Canvas()
     m = metrics()
+    lay = _layout(fig, m)
+    for p, (x0, panel) in enumerate(zip(lay.xs, fig.panels, strict=True)):
+        open_g = f"<g id={quoteattr(panel.gid)}>" if panel.gid else "<g>"
+        c.parts.append(open_g)
+        _panel_cells(c, fig, panel, x0, lay)
+        _panel_labels(c, fig, panel, x0, lay, row_names=p == 0)
+        c.parts.append("</g>")
+
+    right = lay.xs[-1] + lay.pw if lay.xs else lay.left
+    if fig.groups:
+        for name, start, end in fig.groups:
+            c.text(right + 3.0, lay.top + (start + end) / 2 * lay.rh, name, fig.tick_pt,
+                   rotate=90, valign="bottom")  # fmt: skip
+        right += 3.0 + lay.line * fig.tick_pt
+    _colour_bar(c, fig, right + BAR_GAP, lay.top, lay.ph)
+    c.text((c.box.x0 + c.box.x1) / 2, PAD, fig.title, fig.title_pt, valign="top")
+    return _svg(c, m.family)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where :func:`render` draws, in points: computed once, before anything is drawn, so every
+    panel, the group names and the colour bar agree on the same frame."""
+
+    line: float  # a line's height, in font sizes (ascent + descent)
+    pw: float  # a panel's width
+    ph: float  # a panel's height
+    cw: float  # a cell's width
+    rh: float  # a row's height
+    top: float  # the panels' top edge (under the title and the panel titles)
+    bottom: float  # the panels' bottom edge
+    left: float  # the first panel's left edge (right of the row labels and their ticks)
+    xs: list[float]  # every panel's left edge
+
+
+def _layout(fig: Matrix, m: _Metrics) -> _Layout:
+    """The panels' frame: as wide as their titles and cell labels need, as tall as their rows
+    (at least ``min_height``) and every row group's name, read downwards beside its rows."""
     n_rows, n_cols = len(fig.rows), len(fig.columns)
     line = m.ascent + m.descent
     # the panels' frame: as wide as their titles need, as tall as their rows (at least min)
@@ -266,71 +304,73 @@ def render(fig: Matrix) -> str:
     left = PAD + label_w + TICK_PAD + TICK_LEN
     xs = [left + p * (pw + PANEL_GAP) for p in range(len(fig.panels))]
     bottom = top + ph
+    return _Layout(line=line, pw=pw, ph=ph, cw=cw, rh=rh, top=top, bottom=bottom, left=left,
+                   xs=xs)  # fmt: skip
 
-    for p, (x0, panel) in enumerate(zip(xs, fig.panels, strict=True)):
-        open_g = f"<g id={quoteattr(panel.gid)}>" if panel.gid else "<g>"
-        c.parts.append(open_g)
-        rgba = colours(fig.cmap, fig.lo, fig.hi, panel.values)
-        cells = []
-        for r in range(n_rows):
-            for j in range(n_cols):
-                if not math.isnan(panel.values[r, j]):
-                    cells.append(
-                        f'<rect x="{_n(x0 + j * cw)}" y="{_n(top + r * rh)}" width="{_n(cw)}" '
-                        f'height="{_n(rh)}" fill="{hex_colour(rgba[r, j])}"/>'
-                    )
-        c.raw(f'<rect x="{_n(x0)}" y="{_n(top)}" width="{_n(pw)}" height="{_n(ph)}" '
-              'fill="#ffffff"/>', x0, top, x0 + pw, bottom)  # fmt: skip
-        c.parts.append('<g shape-rendering="crispEdges">' + "".join(cells) + "</g>")
-        inset = FRAME_PT / 2
-        for (r, j), colour in sorted(panel.frames.items()):
-            c.parts.append(
-                f'<rect x="{_n(x0 + j * cw + inset)}" y="{_n(top + r * rh + inset)}" '
-                f'width="{_n(cw - FRAME_PT)}" height="{_n(rh - FRAME_PT)}" fill="none" '
-                f'stroke="{colour}" stroke-width="{_n(FRAME_PT)}"/>'
-            )
-        for _, start, _ in fig.groups:
-            if start:
-                y = top + start * rh
-                c.parts.append(f'<path d="M{_n(x0)} {_n(y)}H{_n(x0 + pw)}" stroke="#ffffff" '
-                               f'stroke-width="{_n(RULE_PT)}"/>')  # fmt: skip
-        c.parts.append(f'<rect x="{_n(x0)}" y="{_n(top)}" width="{_n(pw)}" height="{_n(ph)}" '
-                       'fill="none" stroke="#000000" stroke-width="0.8"/>')  # fmt: skip
-        ticks = [f"M{_n(x0 + (j + 0.5) * cw)} {_n(bottom)}v{_n(TICK_LEN)}" for j in range(n_cols)]
-        ticks += [f"M{_n(x0)} {_n(top + (r + 0.5) * rh)}h{_n(-TICK_LEN)}" for r in range(n_rows)]
-        c.raw(f'<path d="{"".join(ticks)}" stroke="#000000" stroke-width="0.8"/>',
-              x0 - TICK_LEN, top, x0 + pw, bottom + TICK_LEN)  # fmt: skip
-        for r in range(n_rows):
-            for j in range(n_cols):
-                lines = panel.labels[r][j]
-                xc, yc = x0 + (j + 0.5) * cw, top + (r + 0.5) * rh
-                pitch = CELL_LINE * fig.cell_pt
-                for k, text in enumerate(lines):
-                    y = yc + (k - (len(lines) - 1) / 2) * pitch
-                    c.text(xc, y, text, fig.cell_pt, valign="center", fill=panel.inks[r][j])
-        if p == 0:
-            for r, name in enumerate(fig.rows):
-                c.text(x0 - TICK_LEN - TICK_PAD, top + (r + 0.5) * rh, name, fig.tick_pt,
-                       anchor="end", valign="center")  # fmt: skip
-        for j, name in enumerate(fig.columns):
-            c.text(x0 + (j + 0.5) * cw, bottom + TICK_LEN + TICK_PAD, name, fig.tick_pt,
-                   valign="top")  # fmt: skip
-        under = bottom + TICK_LEN + TICK_PAD + line * fig.tick_pt + 3.0
-        c.text(x0 + pw / 2, under, fig.xlabel, fig.label_pt, valign="top")
-        for k, text in enumerate(panel.title):
-            y = top - 6.0 - (len(panel.title) - 1 - k) * line * fig.label_pt
-            c.text(x0 + pw / 2, y, text, fig.label_pt, valign="bottom")
-        c.parts.append("</g>")
 
-    right = xs[-1] + pw if xs else left
-    if fig.groups:
-        for name, start, end in fig.groups:
-            c.text(right + 3.0, top + (start + end) / 2 * rh, name, fig.tick_pt, rotate=90,
-                   valign="bottom")  # fmt: skip
-        right += 3.0 + line * fig.tick_pt
-    _colour_bar(c, fig, right + BAR_GAP, top, ph)
-    c.text((c.box.x0 + c.box.x1) / 2, PAD, fig.title, fig.title_pt, valign="top")
-    return _svg(c, m.family)
+def _panel_cells(c: Canvas, fig: Matrix, panel: Panel, x0: float, lay: _Layout) -> None:
+    """One panel's boxes: the coloured cells (none where undefined, so the white ground shows),
+    the gated cells' frames, the white rules between row groups, the border and tick marks."""
+    n_rows, n_cols = len(fig.rows), len(fig.columns)
+    pw, ph, cw, rh, top, bottom = lay.pw, lay.ph, lay.cw, lay.rh, lay.top, lay.bottom
+    rgba = colours(fig.cmap, fig.lo, fig.hi, panel.values)
+    cells = []
+    for r in range(n_rows):
+        for j in range(n_cols):
+            if not math.isnan(panel.values[r, j]):
+                cells.append(
+                    f'<rect x="{_n(x0 + j * cw)}" y="{_n(top + r * rh)}" width="{_n(cw)}" '
+                    f'height="{_n(rh)}" fill="{hex_colour(rgba[r, j])}"/>'
+                )
+    c.raw(f'<rect x="{_n(x0)}" y="{_n(top)}" width="{_n(pw)}" height="{_n(ph)}" '
+          'fill="#ffffff"/>', x0, top, x0 + pw, bottom)  # fmt: skip
+    c.parts.append('<g shape-rendering="crispEdges">' + "".join(cells) + "</g>")
+    inset = FRAME_PT / 2
+    for (r, j), colour in sorted(panel.frames.items()):
+        c.parts.append(
+            f'<rect x="{_n(x0 + j * cw + inset)}" y="{_n(top + r * rh + inset)}" '
+            f'width="{_n(cw - FRAME_PT)}" height="{_n(rh - FRAME_PT)}" fill="none" '
+            f'stroke="{colour}" stroke-width="{_n(FRAME_PT)}"/>'
+        )
+    for _, start, _ in fig.groups:
+        if start:
+            y = top + start * rh
+            c.parts.append(f'<path d="M{_n(x0)} {_n(y)}H{_n(x0 + pw)}" stroke="#ffffff" '
+                           f'stroke-width="{_n(RULE_PT)}"/>')  # fmt: skip
+    c.parts.append(f'<rect x="{_n(x0)}" y="{_n(top)}" width="{_n(pw)}" height="{_n(ph)}" '
+                   'fill="none" stroke="#000000" stroke-width="0.8"/>')  # fmt: skip
+    ticks = [f"M{_n(x0 + (j + 0.5) * cw)} {_n(bottom)}v{_n(TICK_LEN)}" for j in range(n_cols)]
+    ticks += [f"M{_n(x0)} {_n(top + (r + 0.5) * rh)}h{_n(-TICK_LEN)}" for r in range(n_rows)]
+    c.raw(f'<path d="{"".join(ticks)}" stroke="#000000" stroke-width="0.8"/>',
+          x0 - TICK_LEN, top, x0 + pw, bottom + TICK_LEN)  # fmt: skip
+
+
+def _panel_labels(
+    c: Canvas, fig: Matrix, panel: Panel, x0: float, lay: _Layout, *, row_names: bool
+) -> None:
+    """One panel's text: each cell's label lines centred on it, the row names (only beside
+    the first panel: the panels share their rows), column names, axis label and title."""
+    pw, cw, rh, top, bottom, line = lay.pw, lay.cw, lay.rh, lay.top, lay.bottom, lay.line
+    for r in range(len(fig.rows)):
+        for j in range(len(fig.columns)):
+            lines = panel.labels[r][j]
+            xc, yc = x0 + (j + 0.5) * cw, top + (r + 0.5) * rh
+            pitch = CELL_LINE * fig.cell_pt
+            for k, text in enumerate(lines):
+                y = yc + (k - (len(lines) - 1) / 2) * pitch
+                c.text(xc, y, text, fig.cell_pt, valign="center", fill=panel.inks[r][j])
+    if row_names:
+        for r, name in enumerate(fig.rows):
+            c.text(x0 - TICK_LEN - TICK_PAD, top + (r + 0.5) * rh, name, fig.tick_pt,
+                   anchor="end", valign="center")  # fmt: skip
+    for j, name in enumerate(fig.columns):
+        c.text(x0 + (j + 0.5) * cw, bottom + TICK_LEN + TICK_PAD, name, fig.tick_pt,
+               valign="top")  # fmt: skip
+    under = bottom + TICK_LEN + TICK_PAD + line * fig.tick_pt + 3.0
+    c.text(x0 + pw / 2, under, fig.xlabel, fig.label_pt, valign="top")
+    for k, text in enumerate(panel.title):
+        y = top - 6.0 - (len(panel.title) - 1 - k) * line * fig.label_pt
+        c.text(x0 + pw / 2, y, text, fig.label_pt, valign="bottom")
 
 
 def _colour_bar(c: Canvas, fig: Matrix, x: float, top: float, ph: float) -> None:

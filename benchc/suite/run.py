@@ -84,35 +84,9 @@ class SuiteRun:
         self.chunk_rows = 4 * self.batch_size
         self.corruption_workers = corruption_workers
         self.cache = CorruptionCache(cfg.cache_dir or default_cache_root())
-        own = RunKey(
-            model_fingerprint=backend.fingerprint,
-            dataset_fingerprint=dataset.fingerprint,
-            settings={
-                "image_size": self.image_size,
-                "seed": cfg.seed,
-                "batch_size": self.batch_size,
-                "corruption_engine": ENGINE_VERSION,
-                "imagecorruptions": library_version(),
-                "prompt": spec.PROMPT_VERSION,
-                **numeric_versions(),  # a torch or transformers upgrade recomputes
-                **({"device_class": device_class} if device_class else {}),
-            },
-            model_name=backend.name,
-            dataset_name=dataset.name,
-        )
+        own = self._own_key(device_class)
         self.key = own if key is None else key
-        if self.key.settings.get("batch_size") != self.batch_size:
-            raise StoreError(
-                f"run key {self.key.dirname()} was computed at batch size "
-                f"{self.key.settings.get('batch_size')}, this run's is {self.batch_size}"
-            )
-        self.store = ResultStore(
-            cfg.results_dir,
-            self.key,
-            lock_timeout=cfg.lock_timeout,
-            read_only=None if cfg.from_store is None else f"--from-store {cfg.from_store}",
-            location=str(cfg.from_store) if "://" in str(cfg.from_store) else None,
-        )
+        self.store = self._open_store()
         self.locator = resolve_locator(cfg.region_locator)
         #: The VSI arrays depend on the locator, the cells do not: only VSI's stored name has it.
         self.vsi_name = VSI if cfg.region_locator == "none" else f"{VSI}.{slug(cfg.region_locator)}"
@@ -139,6 +113,43 @@ class SuiteRun:
         self._progress: Any = None
         if record:
             self._write_samples()
+
+    def _own_key(self, device_class: str | None) -> RunKey:
+        """This process's run key: the model, the dataset and every setting that changes the
+        stored numbers (a distributed run's ``device_class`` too)."""
+        return RunKey(
+            model_fingerprint=self.backend.fingerprint,
+            dataset_fingerprint=self.dataset.fingerprint,
+            settings={
+                "image_size": self.image_size,
+                "seed": self.cfg.seed,
+                "batch_size": self.batch_size,
+                "corruption_engine": ENGINE_VERSION,
+                "imagecorruptions": library_version(),
+                "prompt": spec.PROMPT_VERSION,
+                **numeric_versions(),  # a torch or transformers upgrade recomputes
+                **({"device_class": device_class} if device_class else {}),
+            },
+            model_name=self.backend.name,
+            dataset_name=self.dataset.name,
+        )
+
+    def _open_store(self) -> ResultStore:
+        """The results store under ``self.key``, refused when the key was computed at another
+        batch size (its stored batches would not line up with this run's)."""
+        cfg = self.cfg
+        if self.key.settings.get("batch_size") != self.batch_size:
+            raise StoreError(
+                f"run key {self.key.dirname()} was computed at batch size "
+                f"{self.key.settings.get('batch_size')}, this run's is {self.batch_size}"
+            )
+        return ResultStore(
+            cfg.results_dir,
+            self.key,
+            lock_timeout=cfg.lock_timeout,
+            read_only=None if cfg.from_store is None else f"--from-store {cfg.from_store}",
+            location=str(cfg.from_store) if "://" in str(cfg.from_store) else None,
+        )
 
     # -- bookkeeping ------------------------------------------------------------------------
     def _write_samples(self) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 from benchc import spec
 from benchc.gates.evidence import VSIEvidence, vsi_values
 from benchc.metrics.vsi import vsi_aligned, vsi_full, vsi_topk
-from benchc.models.base import Backend, BatchOutput, Query
+from benchc.models.base import Backend, BatchOutput, Capabilities, Query
 from benchc.models.collate import concat_outputs, score, take_rows
 from benchc.provenance import sklearn_version
 
@@ -76,29 +76,14 @@ def compute_vsi_batch(run: VSIRun, start: int, stop: int) -> dict[str, np.ndarra
     top-k variant there too and says so in ``vsi_topk`` (k); one with neither has no VSI."""
     backend = run.backend
     caps = backend.capabilities
-    if caps.full_distribution:
-        kwargs = {"distribution": True, "top_k": spec.VSI_TOPK}
-    elif caps.top_k != 0:
-        k = spec.VSI_TOPK if caps.top_k is None else min(spec.VSI_TOPK, caps.top_k)
-        kwargs = {"distribution": False, "top_k": k}
-    else:
-        raise VSIUnavailable(f"{backend.name}: VSI needs next-token (top-k) log-probabilities")
+    kwargs = _score_kwargs(backend, caps)
     inputs = run.vsi_inputs(start, stop)
     clean, blurred, located, fallback = inputs[:4]
 
     # The gap probe's features come from the clean and blurred passes' own tower runs where the
     # backend can hand them over; else the tower encodes the images once more.
     in_pass = caps.vision_tower and "features" in inspect.signature(backend.forward).parameters
-
-    def scored(queries: list[Query], features: bool = False) -> BatchOutput:
-        try:
-            out = score(backend, queries, batch_size=run.batch_size, features=features, **kwargs)
-        except NotImplementedError as exc:  # a server that turned out to give no log-probs
-            raise VSIUnavailable(f"{backend.name}: {exc}") from exc
-        if out.top_ids is None or (kwargs["distribution"] and out.logprobs is None):
-            raise VSIUnavailable(f"{backend.name}: the backend returned no next-token distribution")
-        return out
-
+    scored = _scorer(backend, run.batch_size, kwargs)
     c = scored(run._queries(clean, start, _files(inputs, 7)), features=in_pass)
     b = scored(run._queries(blurred, start, _files(inputs, 5)), features=in_pass)
     whole = run._queries(inputs[4], start, _files(inputs, 6))
@@ -110,8 +95,57 @@ def compute_vsi_batch(run: VSIRun, start: int, stop: int) -> dict[str, np.ndarra
         "located": located,
         "fallback": fallback,
     }
+    _add_vsi(arrays, c, b, w, kwargs["distribution"])
+    if kwargs["distribution"]:
+        arrays["top1_clean"] = np.argmax(c.logprobs, axis=1).astype(np.int64)
+    else:
+        arrays["top1_clean"] = c.top_ids[:, 0].astype(np.int64)
+        arrays["vsi_topk"] = np.full(stop - start, kwargs["top_k"], dtype=np.int64)
+    _add_features(arrays, backend, caps.vision_tower, (c, b), (clean, blurred), _files(inputs, 5))
+    return arrays
+
+
+def _score_kwargs(backend: Backend, caps: Capabilities) -> dict[str, Any]:
+    """How to score a VSI pass on ``backend``: the full distribution where it has one, else
+    its top-k log-probs (k at most ``spec.VSI_TOPK``); checked before any input is built, so a
+    backend with neither costs no blur."""
+    if caps.full_distribution:
+        return {"distribution": True, "top_k": spec.VSI_TOPK}
+    if caps.top_k != 0:
+        k = spec.VSI_TOPK if caps.top_k is None else min(spec.VSI_TOPK, caps.top_k)
+        return {"distribution": False, "top_k": k}
+    raise VSIUnavailable(f"{backend.name}: VSI needs next-token (top-k) log-probabilities")
+
+
+def _scorer(
+    backend: Backend, batch_size: int, kwargs: dict[str, Any]
+) -> Callable[..., BatchOutput]:
+    """One VSI pass's scoring, turning a backend that gives no next-token distribution after
+    all (a server without log-probs) into :class:`VSIUnavailable` rather than a crash."""
+
+    def scored(queries: list[Query], features: bool = False) -> BatchOutput:
+        try:
+            out = score(backend, queries, batch_size=batch_size, features=features, **kwargs)
+        except NotImplementedError as exc:  # a server that turned out to give no log-probs
+            raise VSIUnavailable(f"{backend.name}: {exc}") from exc
+        if out.top_ids is None or (kwargs["distribution"] and out.logprobs is None):
+            raise VSIUnavailable(f"{backend.name}: the backend returned no next-token distribution")
+        return out
+
+    return scored
+
+
+def _add_vsi(
+    arrays: dict[str, np.ndarray],
+    c: BatchOutput,
+    b: BatchOutput,
+    w: BatchOutput,
+    distribution: bool,
+) -> None:
+    """The region (``b``) and whole-image (``w``) VSI against the clean pass ``c`` and each
+    blurred pass's top-1 token, added to ``arrays`` in the stored order."""
     for suffix, other, top1 in (("", b, "top1_blur"), ("_whole", w, "top1_whole")):
-        if kwargs["distribution"]:  # each side's own probabilities on the aligned support
+        if distribution:  # each side's own probabilities on the aligned support
             arrays[f"vsi{suffix}_top50"] = vsi_aligned(
                 c.logprobs, other.logprobs, ids_clean=c.top_ids, ids_perturbed=other.top_ids
             )
@@ -119,28 +153,36 @@ def compute_vsi_batch(run: VSIRun, start: int, stop: int) -> dict[str, np.ndarra
             arrays[f"vsi{suffix}_top50"] = vsi_topk(
                 c.top_ids, c.top_logprobs, other.top_ids, other.top_logprobs
             )
-        if kwargs["distribution"]:
+        if distribution:
             arrays[f"vsi{suffix}"] = vsi_full(c.logprobs, other.logprobs)
             arrays[top1] = np.argmax(other.logprobs, axis=1).astype(np.int64)
         else:
             arrays[f"vsi{suffix}"] = arrays[f"vsi{suffix}_top50"]
             arrays[top1] = other.top_ids[:, 0].astype(np.int64)
-    if kwargs["distribution"]:
-        arrays["top1_clean"] = np.argmax(c.logprobs, axis=1).astype(np.int64)
-    else:
-        arrays["top1_clean"] = c.top_ids[:, 0].astype(np.int64)
-        arrays["vsi_topk"] = np.full(stop - start, kwargs["top_k"], dtype=np.int64)
-    if caps.vision_tower and c.features is not None and b.features is not None:
+
+
+def _add_features(
+    arrays: dict[str, np.ndarray],
+    backend: Backend,
+    tower: bool,
+    passes: tuple[BatchOutput, BatchOutput],
+    images: tuple[Any, Any],
+    blur_files: Any,
+) -> None:
+    """The gap probe's tower features of the clean and region-blurred images, added to
+    ``arrays``: the passes' own where they carried them, else one more tower run; none for a
+    backend without a tower (the gap is then undefined and says so)."""
+    (c, b), (clean, blurred) = passes, images
+    if tower and c.features is not None and b.features is not None:
         arrays["features_clean"] = np.asarray(c.features, np.float32)
         arrays["features_blur"] = np.asarray(b.features, np.float32)
-    elif caps.vision_tower:
+    elif tower:
         try:
             arrays["features_clean"] = np.asarray(backend.vision_features(clean), np.float32)
-            blurred = _pixels(blurred, _files(inputs, 5))
+            blurred = _pixels(blurred, blur_files)
             arrays["features_blur"] = np.asarray(backend.vision_features(blurred), np.float32)
         except NotImplementedError:
             pass  # no tower after all: the gap is undefined and says so
-    return arrays
 
 
 def _files(inputs: Any, index: int) -> Any:
