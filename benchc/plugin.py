@@ -26,6 +26,7 @@ from benchc.suite.keys import (
     LOAD_ERROR,
     NOTES,
     OVERALL,
+    PROBLEMS,
     RUN_DIRS,
     SESSION,
     SUITE_PROPERTY,
@@ -223,6 +224,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput["benchc_run_dirs"] = sorted(config.stash[RUN_DIRS])
         workeroutput["benchc_verdicts"] = list(config.stash[VERDICTS])
         workeroutput["benchc_errored"] = list(config.stash[ERRORED])
+        workeroutput["benchc_problems"] = list(config.stash[PROBLEMS])
         state = _session(config)
         workeroutput["benchc_baseline"] = str(state.baseline.folder) if state.started else ""
         workeroutput["benchc_notes"] = _notes(config)
@@ -281,6 +283,7 @@ def pytest_testnodedown(node, error) -> None:
     stash[RUN_DIRS].update(out.get("benchc_run_dirs", []))
     stash[VERDICTS].extend(out.get("benchc_verdicts", []))
     stash[ERRORED].extend(out.get("benchc_errored", []))
+    stash[PROBLEMS].extend(out.get("benchc_problems", []))
     if out.get("benchc_baseline"):
         stash[BASELINE] = out["benchc_baseline"]
     if out.get("benchc_error"):

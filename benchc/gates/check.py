@@ -329,6 +329,86 @@ def _powerless(spec: FigureSpec, rule: GateRule, base: float, mdr: float, zse: f
     return f"{head}; about {needed} more sample{'s' if needed > 1 else ''} needed"
 
 
+@dataclass(frozen=True)
+class _Pair:
+    """Both sides of one case, aligned and measured: the figures and bootstrap replicates of
+    each, the baseline's benign SEs, and the note on what was compared."""
+
+    base: Evidence
+    cur: Evidence
+    fb: dict
+    rb: dict
+    fc: dict
+    rc: dict
+    nulls: dict[str, float]
+    note: str | None
+    n_available: int
+
+    @property
+    def n(self) -> int:
+        return len(self.base.ids)
+
+
+def _aligned(base_ev: Evidence, cur_ev: Evidence) -> tuple[Evidence, Evidence, str | None, int]:
+    """Both sides on the cells and samples they share, aligned by sample id, with the note on
+    what was compared and the baseline's samples (raises :class:`EvidenceError` when they
+    cannot be compared)."""
+    base_ev, cur_ev, note = _intersect(base_ev, cur_ev)
+    n_available = len(base_ev.ids)
+    base_ev, shared = _shared_samples(base_ev, cur_ev)
+    cur_ev, paired = cur_ev.align(base_ev.ids).paired_with(base_ev)
+    return base_ev, cur_ev, "; ".join(x for x in (note, shared, paired) if x) or None, n_available
+
+
+def _pair(
+    base_ev: Evidence, cur_ev: Evidence, note: str | None, n_available: int, seed: int, n_boot: int
+) -> _Pair:
+    """The aligned sides measured with the same resampled ids."""
+    fb, rb = _measured(base_ev, n_boot, seed)
+    fc, rc = _measured(cur_ev, n_boot, seed)
+    nulls = null_se(base_ev, seed=seed, n_boot=n_boot)
+    return _Pair(base_ev, cur_ev, fb, rb, fc, rc, nulls, note, n_available)
+
+
+def _status(spec: FigureSpec, worse: float, tol: float, mdr: float, n_boot: int) -> str:
+    if worse > tol:
+        return "fail"
+    if _beyond_mdr(spec, worse, mdr, n_boot):
+        return "unresolved"
+    return "improved" if -worse > tol else "pass"
+
+
+def _outcome(
+    rule: GateRule, spec: FigureSpec, p: _Pair, z: float, scope: str, n_boot: int
+) -> Outcome:
+    """One rule's outcome on a measured pair (the module docstring's steps)."""
+    b, c = p.fb[spec.key], p.fc[spec.key]
+    se_diff = float(replicate_se(p.rc[spec.key] - p.rb[spec.key]))
+    se_null = p.nulls[spec.key]
+    tol = max(rule.floor, z * se_diff) if math.isfinite(se_diff) else rule.floor
+    mdr = minimal_detectable(spec, rule, z, se_null, p.base)
+    common = dict(
+        baseline=b, current=c, z=z, se_diff=se_diff, se_null=se_null, tolerance=tol,
+        mdr=mdr, n=p.n, reason=p.note, n_available=p.n_available,
+    )  # fmt: skip
+    if rule.off:
+        why = f"switched off in the snapshot (rule '{rule}')"
+        return Outcome(spec, rule, scope, "off", **{**common, "reason": why})
+    if not math.isfinite(b):
+        why = f"{spec.name} is undefined on the baseline (no sample counts towards it)"
+        return Outcome(spec, rule, scope, "unchecked", **{**common, "reason": why})
+    if not math.isfinite(c):
+        why = f"{spec.name} became undefined (baseline {b:.4g})"
+        return Outcome(spec, rule, scope, "fail", **{**common, "reason": why})
+    status = _status(spec, -spec.sign * (c - b), tol, mdr, n_boot)
+    return Outcome(
+        spec, rule, scope, status, **common,
+        movers=_movers(spec, p.base, p.cur) if status in _EXPLAINED else (),
+        powerless=_powerless(spec, rule, b, mdr, z * se_null, p.n),
+        moved=_moved(spec, p.base, p.cur) if tol > mdr else None,
+    )  # fmt: skip
+
+
 def check(
     baseline: Payload,
     current: Payload,
@@ -341,88 +421,26 @@ def check(
     """Paired verdict of ``current`` against ``baseline`` under ``rules`` (default: the
     baseline's). ``z_for(level)`` gives a rule's z unless the rule fixes its own."""
     rules = tuple(baseline.rules if rules is None else rules)
-    level = baseline.level
+    level, scope = baseline.level, current.scope
     specs = [(r, figure(level, r.figure)) for r in rules]
-    base_ev, cur_ev = baseline.evidence, current.evidence
 
     def unchecked(reason: str) -> Verdict:
         return Verdict(
-            current.scope,
-            tuple(Outcome(s, r, current.scope, "unchecked", reason=reason) for r, s in specs),
+            scope, tuple(Outcome(s, r, scope, "unchecked", reason=reason) for r, s in specs)
         )
 
-    if base_ev is None or cur_ev is None:
-        side = "baseline" if base_ev is None else "current run"
+    if baseline.evidence is None or current.evidence is None:
+        side = "baseline" if baseline.evidence is None else "current run"
         return unchecked(f"the {side} has no per-sample evidence")
     try:
-        base_ev, cur_ev, note = _intersect(base_ev, cur_ev)
-        n_available = len(base_ev.ids)
-        base_ev, shared = _shared_samples(base_ev, cur_ev)
-        note = "; ".join(x for x in (note, shared) if x) or None
-        cur_ev, paired = cur_ev.align(base_ev.ids).paired_with(base_ev)
-        note = "; ".join(x for x in (note, paired) if x) or None
+        aligned = _aligned(baseline.evidence, current.evidence)
     except EvidenceError as exc:
         return unchecked(f"not comparable: {exc}")
-    n = len(base_ev.ids)
-    fb, rb = _measured(base_ev, n_boot, seed)
-    fc, rc = _measured(cur_ev, n_boot, seed)
-    nulls = null_se(base_ev, seed=seed, n_boot=n_boot)
-    outcomes = []
-    for rule, spec in specs:
-        b, c = fb[spec.key], fc[spec.key]
-        z = rule.z if rule.z is not None else z_for(level)
-        se_diff = float(replicate_se(rc[spec.key] - rb[spec.key]))
-        se_null = nulls[spec.key]
-        tol = max(rule.floor, z * se_diff) if math.isfinite(se_diff) else rule.floor
-        mdr = minimal_detectable(spec, rule, z, se_null, base_ev)
-        common = dict(
-            baseline=b, current=c, z=z, se_diff=se_diff, se_null=se_null, tolerance=tol,
-            mdr=mdr, n=n, reason=note, n_available=n_available,
-        )  # fmt: skip
-        if rule.off:
-            why = f"switched off in the snapshot (rule '{rule}')"
-            outcomes.append(Outcome(spec, rule, current.scope, "off", **{**common, "reason": why}))
-            continue
-        if not math.isfinite(b):
-            outcomes.append(
-                Outcome(
-                    spec,
-                    rule,
-                    current.scope,
-                    "unchecked",
-                    **{
-                        **common,
-                        "reason": f"{spec.name} is undefined on the baseline "
-                        "(no sample counts towards it)",
-                    },
-                )
-            )
-            continue
-        if not math.isfinite(c):
-            status, why = "fail", f"{spec.name} became undefined (baseline {b:.4g})"
-            outcomes.append(Outcome(spec, rule, current.scope, status, **{**common, "reason": why}))
-            continue
-        worse = -spec.sign * (c - b)
-        status = (
-            "fail" if worse > tol
-            else "unresolved" if _beyond_mdr(spec, worse, mdr, n_boot)
-            else "improved" if -worse > tol
-            else "pass"
-        )  # fmt: skip
-        powerless = _powerless(spec, rule, b, mdr, z * se_null, n)
-        outcomes.append(
-            Outcome(
-                spec,
-                rule,
-                current.scope,
-                status,
-                **common,
-                movers=_movers(spec, base_ev, cur_ev) if status in _EXPLAINED else (),
-                powerless=powerless,
-                moved=_moved(spec, base_ev, cur_ev) if tol > mdr else None,
-            )
-        )
-    return Verdict(current.scope, tuple(outcomes))
+    pair = _pair(*aligned, seed, n_boot)
+    return Verdict(scope, tuple(
+        _outcome(r, s, pair, r.z if r.z is not None else z_for(level), scope, n_boot)
+        for r, s in specs
+    ))  # fmt: skip
 
 
 def _fmt(x: Any, spec: str = ".4g") -> str:

@@ -142,7 +142,8 @@ class GateEngine:
         if unresolved and self.policy.mode == "fail":
             lines = [line for o in unresolved for line in describe(o, payload)]
             lines += [f"snapshot: {path} (baseline {self.baseline.label})",
-                      "UNRESOLVED: more samples (the line above says how many) resolve it; "
+                      f"UNRESOLVED under {self._flag()}: more samples (the line above says how "
+                      "many) resolve it; "
                       "`benchc plan` sizes a dataset for a target regression",
                       self._accept(case)]  # fmt: skip
             return "fail", "\n".join(lines)
@@ -163,6 +164,9 @@ class GateEngine:
             if len(unchecked) == len(outcomes):
                 return "skip", f"gate(s) could not be checked: {text}"
         return "pass", ""
+
+    def _flag(self) -> str:
+        return "--inconclusive=fail" if self.policy.inconclusive == "fail" else "--strict-gates"
 
     def _failure(self, failed: list[Outcome], payload: Payload, path: Path, case: str) -> str:
         lines = [line for o in failed for line in describe(o, payload)]
@@ -276,12 +280,13 @@ def run_verdict(
     infra: str | None = None,
     progress: Progress | None = None,
     by_user: bool = True,
+    problems: Sequence[Mapping[str, str]] = (),
 ) -> Overall:
     """The one verdict of a run: its gate records decided (:func:`benchc.gates.verdict.decide`),
     then how the run ended (:func:`benchc.gates.verdict.conclude`)."""
     overall = decide([r for r in records if r.get("status") != "recorded"], facts, policy=policy)
     return conclude(overall, errored=errored, interrupted=interrupted, infra=infra,
-                    progress=progress, by_user=by_user)  # fmt: skip
+                    progress=progress, by_user=by_user, problems=problems)  # fmt: skip
 
 
 def recording_verdict(
@@ -291,11 +296,14 @@ def recording_verdict(
     interrupted: str | None = None,
     infra: str | None = None,
     progress: Progress | None = None,
+    problems: Sequence[Mapping[str, str]] = (),
 ) -> Overall:
-    """The verdict of a recording (``--snapshot-update``): RECORDED, unless a case raised (the
-    baseline is incomplete), the run stopped, or a fault outside the model ended it."""
+    """The verdict of a recording (``--snapshot-update``): RECORDED, unless a case raised or
+    could not be recorded (the baseline is incomplete), the run stopped, or a fault outside the
+    model ended it."""
     return conclude(Overall("recorded", policy=policy), errored=errored,
-                    interrupted=interrupted, infra=infra, progress=progress)  # fmt: skip
+                    interrupted=interrupted, infra=infra, progress=progress,
+                    problems=problems)  # fmt: skip
 
 
 def with_mdrs(payload: Payload, *, z_for: ZFor, seed: int) -> Payload:

@@ -34,11 +34,6 @@ def case_name(test_name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.\-]+", "_", name)
 
 
-def cell_file(key: str) -> str:
-    """The snapshot file name of cell ``key`` (``fog-3`` -> ``test_cell-fog-3.json``)."""
-    return f"{case_name(f'test_cell[{key}]')}.json"
-
-
 class ThresholdLocationMixin:
     """Files live in ``<root>/<slug>/``, one per case, named after the test id."""
 
@@ -92,10 +87,12 @@ class PayloadSerializerMixin:
 def recorded_vsi_support(model_folder: Path) -> str:
     """The VSI support a model's VSI snapshots were recorded with (docs/spec.md §5), so an
     offline check and a re-record keep the variant the build gated; the default without one."""
+    from benchc.gates.baselines import BaselineRef
     from benchc.gates.figures import figures
 
+    ref = BaselineRef(Path(model_folder).name, Path(model_folder))
     for f in figures("vsi", gated_only=True):
-        path = Path(model_folder) / f"{case_name(f'test_vsi[{f.name}]')}.json"
+        path = ref.snapshot("vsi", f.name)
         try:
             variant = json.loads(path.read_text())["info"]["vsi_variant"]
         except (OSError, ValueError, KeyError, TypeError):

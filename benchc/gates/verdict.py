@@ -39,6 +39,9 @@ MOST = 0.5
 LARGE_CHANGE = 0.05
 #: The count (in :attr:`Overall.counts`) and reason kind of gated cases that raised.
 ERROR = "error"
+#: The count and reason kind of gated cases the baseline could not check (a missing, unusable or
+#: incomparable snapshot, a rule that cannot be read): the usage state.
+PROBLEM = "case_problem"
 
 Record = Mapping[str, Any]
 #: Gate statuses that were compared with the baseline (able to fail).
@@ -53,6 +56,10 @@ COVERS: Mapping[str, tuple[str, ...]] = {
 HEADINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("infrastructure fault (not a regression)", ("infra",)),
     ("not finished", ("interrupted",)),
+    (
+        "cases the baseline cannot check (a missing or unusable snapshot, other settings)",
+        (PROBLEM,),
+    ),
     ("cases that raised before their gates were checked", (ERROR,)),
     ("failed gates", ("failed",)),
     ("unresolved gates (more samples resolve them)", ("unresolved",)),
@@ -209,6 +216,14 @@ def _infra(o: Overall) -> str:
     )
 
 
+def _usage(o: Overall) -> str:
+    n = o.counts.get(PROBLEM, 0)
+    return (
+        f"{word('usage')}: {n} gated case(s) could not be checked against the baseline (its "
+        "snapshot is missing, unusable or recorded under other settings); no verdict"
+    )
+
+
 def _recorded(o: Overall) -> str:
     return f"{word('recorded')}: {o.counts.get('recorded', 0)} gate(s) recorded"
 
@@ -220,6 +235,7 @@ def _none(o: Overall) -> str:
 _HEADLINES = {
     "fail": _fail, "unresolved": _unresolved, "inconclusive": _inconclusive, "pass": _pass,
     "crashed": _crashed, "interrupted": _interrupted, "infra": _infra, "recorded": _recorded,
+    "usage": _usage,
 }  # fmt: skip
 
 
@@ -361,7 +377,7 @@ def decide(
     return Overall("inconclusive" if doubts else "pass", listed, counts, facts, policy)
 
 
-def raised(errored: Sequence[Mapping[str, str]]) -> list[str]:
+def raised(errored: Sequence[Mapping[str, str]], what: str = "raised") -> list[str]:
     """One line per distinct error of the gated cases that raised (``{"case", "error"}`` each):
     ``"12 case(s) raised (test_cell[fog-1], ... and 9 more): ValueError: ..."``."""
     by_error: dict[str, list[str]] = {}
@@ -370,7 +386,7 @@ def raised(errored: Sequence[Mapping[str, str]]) -> list[str]:
     out = []
     for error, cases in by_error.items():
         more = f" and {len(cases) - 3} more" if len(cases) > 3 else ""
-        out.append(f"{len(cases)} case(s) raised ({', '.join(cases[:3])}{more}): {error}")
+        out.append(f"{len(cases)} case(s) {what} ({', '.join(cases[:3])}{more}): {error}")
     return out
 
 
@@ -382,23 +398,32 @@ def conclude(
     infra: str | None = None,
     progress: Progress | None = None,
     by_user: bool = True,
+    problems: Sequence[Mapping[str, str]] = (),
 ) -> Overall:
     """``overall`` (:func:`decide`) as the run ended. Precedence: a fault outside the model
     (``infra``), then an interruption by the user, then a failed gate (final: a run stopped
-    early by it, ``by_user=False``, still FAILs), then an unfinished run, then cases that
-    raised; a run that did not finish never says PASS (its page says what finished and how to
+    early by it, ``by_user=False``, still FAILs), then an unfinished run, then cases the
+    baseline could not check (``problems``: the usage state), then cases that raised; a run
+    that did not finish never says PASS (its page says what finished and how to
     resume)."""
     reasons = list(overall.reasons)
     counts = dict(overall.counts)
     if errored:
         reasons = [Reason(ERROR, text) for text in raised(errored)] + reasons
         counts[ERROR] = len(errored)
+    if problems:
+        reasons = [
+            Reason(PROBLEM, text) for text in raised(problems, "could not be checked")
+        ] + reasons
+        counts[PROBLEM] = len(problems)
     state = overall.state
     if infra is not None:
         state, reasons = "infra", [Reason("infra", infra), *reasons]
     elif interrupted is not None:
         reasons = [Reason("interrupted", interrupted), *reasons]
         state = "fail" if state == "fail" and not by_user else "interrupted"
+    elif problems and state != "fail":
+        state = "usage"
     elif errored and state != "fail":
         state = "crashed"
     return replace(overall, state=state, reasons=tuple(reasons), counts=counts,
@@ -465,7 +490,8 @@ def _fact_reasons(facts: Facts, records: Sequence[Record]) -> list[Reason]:
 
 
 __all__ = [
-    "CHECKED", "COVERS", "ERROR", "HEADINGS", "Overall", "Progress", "Reason", "conclude",
+    "CHECKED", "COVERS", "ERROR", "HEADINGS", "PROBLEM", "Overall", "Progress", "Reason",
+    "conclude",
     "counted", "decide", "group_failures", "grouped_text", "is_powerless", "powerless_gates",
     "raised", "verdict_anchor",
 ]  # fmt: skip

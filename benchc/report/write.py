@@ -157,13 +157,9 @@ def write_report(
     run = _read(run_dir, vsi_dir)
     # the whole run's notes, as the terminal printed them (before any like-for-like subset)
     notes = list(notes) if notes is not None else facts.notes(run)
-    folder = baseline_folder
-    if folder is None and thresholds_dir is not None:
-        folder = baseline_folder_for(run, Path(thresholds_dir))
-    if vsi_support is None:
-        vsi_support = recorded_vsi_support(folder) if folder is not None else spec.VSI_SUPPORT
-    base = snap.read_folder(folder) if folder is not None else None
-    base_run = snap.evidence_run(base) if base is not None and not base.empty else None
+    folder, vsi_support, base, base_run = _baseline_of(
+        run, thresholds_dir, baseline_folder, vsi_support
+    )
     if verdicts is None and folder is not None:
         verdicts, verdict_note = offline_verdicts(run.path, folder, vsi_dir, facts)
     elif verdicts is None:
@@ -172,15 +168,7 @@ def write_report(
     run, base_run, subset = data.like_for_like(run, base, base_run)
     if overall is None and verdicts is not None:
         overall = run_verdict(verdicts, facts=run_facts(run, base_run), policy=policy)
-    picks = drill.pick_samples(run, verdicts=verdicts, other=base_run, other_label="the baseline")
-    items, note = drill.drilldown(
-        run,
-        picks,
-        baseline_ras=drill.mean_ras_by_id(base_run, run),
-        images=images,
-        vsi=_vsi_pair(run, base, base_run, vsi_support),
-        other=base_run,
-    )
+    items, note = _cards(run, verdicts, base, base_run, images, vsi_support)
     doc = data.build(
         [run],
         baseline=base,
@@ -204,6 +192,40 @@ def write_report(
         doc["baseline_note"] += environment_note(folder, run)
     doc["notes"] = notes
     return _write(doc, out_dir, note)
+
+
+def _baseline_of(
+    run: StoredRun, thresholds_dir: Path | None, folder: Path | None, vsi_support: str | None
+) -> tuple[Path | None, str, snap.SnapshotBaseline | None, StoredRun | None]:
+    """The baseline a report overlays: its folder (given, else the one named after the run's
+    model), the VSI support its snapshots were recorded with, its snapshots and their run."""
+    if folder is None and thresholds_dir is not None:
+        folder = baseline_folder_for(run, Path(thresholds_dir))
+    if vsi_support is None:
+        vsi_support = recorded_vsi_support(folder) if folder is not None else spec.VSI_SUPPORT
+    base = snap.read_folder(folder) if folder is not None else None
+    base_run = snap.evidence_run(base) if base is not None and not base.empty else None
+    return folder, vsi_support, base, base_run
+
+
+def _cards(
+    run: StoredRun,
+    verdicts: Sequence[dict[str, Any]] | None,
+    base: snap.SnapshotBaseline | None,
+    base_run: StoredRun | None,
+    images: bool,
+    vsi_support: str,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The drill-down cards: the samples the verdicts and the baseline single out."""
+    picks = drill.pick_samples(run, verdicts=verdicts, other=base_run, other_label="the baseline")
+    return drill.drilldown(
+        run,
+        picks,
+        baseline_ras=drill.mean_ras_by_id(base_run, run),
+        images=images,
+        vsi=_vsi_pair(run, base, base_run, vsi_support),
+        other=base_run,
+    )
 
 
 def run_facts_for(run_dir: Path, folder: Path | None, vsi_dir: Path | None = None) -> Facts:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from benchc.suite.keys import ERRORED, RUN_DIRS, SESSION, VERDICTS
+from benchc.suite.keys import ERRORED, PROBLEMS, RUN_DIRS, SESSION, VERDICTS
 from benchc.suite.options import given_explicitly
 
 #: The plugin's module name (its ``pytest11`` entry point's name too).
@@ -86,6 +86,7 @@ def activate(config: pytest.Config) -> SuiteSession:
     config.stash[RUN_DIRS] = set()
     config.stash[VERDICTS] = []
     config.stash[ERRORED] = []
+    config.stash[PROBLEMS] = []
     config.stash[SESSION] = state
     from benchc.suite.overall import count_progress
 

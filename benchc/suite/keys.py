@@ -40,3 +40,5 @@ OTHER_FAILED = pytest.StashKey[int]()
 ENGINE = pytest.StashKey[object]()
 #: The baseline folder the workers gated against (the xdist controller runs no case).
 BASELINE = pytest.StashKey[str]()
+#: Gated cases the baseline could not check (``{"case", "error"}``): the usage state.
+PROBLEMS = pytest.StashKey[list]()

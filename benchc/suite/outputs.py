@@ -153,8 +153,11 @@ def device_problem(cfg: SuiteConfig, exc: OSError, *, update: bool = False) -> s
 @contextlib.contextmanager
 def stop_when_refused(cfg: SuiteConfig) -> Iterator[None]:
     """Inside a case: a write the device refuses ends the session with :func:`device_problem`'s
-    one line (every later case would fail the same way, each with a traceback)."""
+    one line (every later case would fail the same way, each with a traceback), with the
+    verdict table's infrastructure exit status: a full disk is no regression."""
     import pytest
+
+    from benchc.gates.states import EXIT_INFRA
 
     try:
         yield
@@ -162,7 +165,7 @@ def stop_when_refused(cfg: SuiteConfig) -> Iterator[None]:
         line = device_problem(cfg, exc)
         if line is None:
             raise
-        pytest.exit(f"benchc: {line}", returncode=pytest.ExitCode.USAGE_ERROR)
+        pytest.exit(f"benchc: {line}", returncode=EXIT_INFRA)
 
 
 def after_compute(

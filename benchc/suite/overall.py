@@ -22,6 +22,7 @@ from benchc.suite.keys import (
     INFRA,
     OTHER_FAILED,
     OVERALL,
+    PROBLEMS,
     PROGRESS,
     RUN_DIRS,
     SESSION,
@@ -94,19 +95,20 @@ def session_overall(session: pytest.Session) -> Overall | None:
     state: SuiteSession = config.stash[SESSION]
     records = [v for v in config.stash.get(VERDICTS, []) if v.get("status") != "recorded"]
     errored = config.stash.get(ERRORED, [])
+    problems = config.stash.get(PROBLEMS, [])
     infra, (ending, by_user) = config.stash.get(INFRA, None), _ending(session)
     recording = bool(config.getoption("update_snapshots", False))
-    if not records and not errored and infra is None and ending is None:
+    if not records and not errored and not problems and infra is None and ending is None:
         return None
     finished, selected = config.stash.get(PROGRESS, (0, 0))
     progress = Progress(finished, selected, command(state.cfg, update=recording))
     if recording:
         return recording_verdict(policy=state.cfg.policy, errored=errored, interrupted=ending,
-                                 infra=infra, progress=progress)  # fmt: skip
+                                 infra=infra, progress=progress, problems=problems)  # fmt: skip
     facts = _facts(config, config.stash[RUN_DIRS]) if ending is None and infra is None else None
     return run_verdict(records, policy=state.cfg.policy, facts=facts, errored=errored,
                        interrupted=ending, infra=infra, progress=progress,
-                       by_user=by_user)  # fmt: skip
+                       by_user=by_user, problems=problems)  # fmt: skip
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -122,8 +124,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         or call.excinfo is None
         or ERRORED not in config.stash
         or "benchc_gate" not in getattr(item, "fixturenames", ())
-        or call.excinfo.errisinstance((pytest.fail.Exception, pytest.skip.Exception))
+        or call.excinfo.errisinstance(pytest.skip.Exception)
     ):
+        return
+    if call.excinfo.errisinstance(pytest.fail.Exception):
+        _case_problem(item, str(call.excinfo.value))
         return
     from benchc.errors import InfrastructureError
 
@@ -138,6 +143,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     first = str(call.excinfo.value).strip().splitlines()
     error = f"{call.excinfo.typename}: {first[0] if first else ''}".rstrip(": ")
     config.stash[ERRORED].append({"case": item.name, "when": call.when, "error": error})
+
+
+#: Gate statuses that explain a failed case (the engine failed it on a gate).
+_GATED = ("fail", "unresolved", "unchecked")
+
+
+def _case_problem(item: pytest.Item, message: str) -> None:
+    """A case the engine failed without a gate of its own failing (its snapshot missing,
+    unusable or recorded under other settings; a rule that cannot be read): the baseline cannot
+    check it, the usage state, never a PASS."""
+    config = item.config
+    if any(r.get("case") == item.name and r.get("status") in _GATED
+           for r in config.stash.get(VERDICTS, [])):  # fmt: skip
+        return
+    first = message.strip().splitlines()
+    config.stash[PROBLEMS].append({"case": item.name, "error": first[0] if first else ""})
 
 
 class ProgressCounter:
@@ -159,6 +180,14 @@ class ProgressCounter:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids) -> None:
         self._selected(sum(1 for i in ids if is_gated_id(i)))
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo) -> None:
+        """``pytest.exit`` with the infrastructure code (a device that refused a write) is a
+        fault outside the model, not the user's Ctrl-C."""
+        from benchc.gates.states import EXIT_INFRA
+
+        if getattr(excinfo.value, "returncode", None) == EXIT_INFRA:
+            self.config.stash[INFRA] = str(getattr(excinfo.value, "msg", excinfo.value))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         stash = self.config.stash

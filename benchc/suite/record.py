@@ -39,13 +39,16 @@ def _unusable_header(path: Path) -> dict[str, Any] | None:
         return None
     if not isinstance(data, dict) or data.get("benchc_snapshot") != FORMAT:
         return None
+    problem = None
     try:
         for rule in data.get("rules") or ():
             parse_rule(rule)
     except (RuleError, TypeError, ValueError) as exc:
+        problem = str(exc)
+    if problem is not None:  # failed outside the handler: one message, no chained traceback
         pytest.fail(
-            f"{path}: a gate rule cannot be read ({exc}); nothing was recorded for this case: "
-            "fix the rule (or delete it for the default) and record again",
+            f"{path}: a gate rule cannot be read ({problem}); nothing was recorded for this "
+            "case: fix the rule (or delete it for the default) and record again",
             pytrace=False,
         )
     info = data.get("info")

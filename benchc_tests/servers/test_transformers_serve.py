@@ -149,7 +149,7 @@ def test_the_suite_runs_end_to_end_over_transformers_serve(
         "*the server rejects top_k; left out of requests*",
         "*at most 1 choice(s) per request*",
         # one counted line per reason, not one per gate
-        "UNCHECKED 2 gates (gap: 1 vsi; insensitive_fraction: 1 vsi): VSI not applicable: *",
+        "    - 2 gates (gap: 1 vsi; insensitive_fraction: 1 vsi): VSI not applicable: *",
     ):
         result.stdout.fnmatch_lines([line])
     result = project.runpytest_inprocess(*args)

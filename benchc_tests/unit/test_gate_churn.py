@@ -14,11 +14,14 @@ import pytest
 
 from benchc.cli import main as cli
 from benchc.gates import GridEvidence, Payload, check, default_rules, describe, sidecar
+from benchc.gates.baselines import BaselineRef
 from benchc.gates.check import unresolved_text
+from benchc.gates.engine import GateEngine
 from benchc.gates.figures import figure
 from benchc.gates.plan import needed_samples, parse_targets, plan
 from benchc.gates.rules import GateRule
 from benchc.gates.snapshot import load_baseline
+from benchc.gates.states import Policy
 from benchc.gates.verdict import decide
 from benchc.suite.config import SuiteConfig
 from benchc.suite.gate import GateCheck
@@ -150,10 +153,11 @@ def test_strict_gates_fail_an_unresolved_gate(tmp_path, strict):
     records = []
     from benchc.gates import ErrorBudget
 
+    engine = GateEngine(BaselineRef("m", folder), budget=ErrorBudget(gates={"model": 10}),
+                        policy=Policy(strict))  # fmt: skip
     gate = GateCheck(
-        _Snapshot(path), SuiteConfig(), _Node(), update=False,
-        budget=ErrorBudget(gates={"model": 10}),
-        strict=strict, sink=lambda _case, r: records.append(r),
+        _Snapshot(path), SuiteConfig(), _Node(), update=False, engine=engine,
+        sink=lambda _case, r: records.append(r),
     )  # fmt: skip
     churned = _churned(base, 0.3, 0.25, 0.15)
     cur = Payload("model", "model", "m", "d", len(base.ids), {}, rule, {}, churned)
@@ -187,14 +191,15 @@ def test_plan_prints_the_mdr_a_gate_run_prints_and_sizes_a_target(capsys):
     assert acc.mdr == pytest.approx(recorded.figures["accuracy"].mdr, abs=1e-6)
     assert acc.needed is None and "floor" in acc.why  # 0.005 < the rule's floor 0.01
     pc = by[("model", "model", "p_correct")]
-    assert pc.needed == acc.n if pc.mdr <= 0.01 else pc.needed > pc.n
+    # a target already met: the smallest n that suffices, not the n there is
+    assert (pc.needed <= pc.n) == (pc.mdr <= 0.01) and pc.needed is not None
     cell = [r for r in rows if r.level == "cell" and r.figure == "p_correct"]
     assert len(cell) == 95 and all(r.target == 0.01 for r in cell)
     assert cli(["plan", str(BASELINE), "--target", "accuracy=0.02"]) == 0
     out = capsys.readouterr().out
     assert "samples needed" in out and "cell    accuracy (worst of 95)" in out
     assert _digest(BASELINE) == before  # a read path never writes
-    assert cli(["plan", str(BASELINE), "--target", "no_such=0.1"]) == 2
+    assert cli(["plan", str(BASELINE), "--target", "no_such=0.1"]) == 4  # usage
     assert "no gate of that name" in capsys.readouterr().err
 
 
@@ -223,8 +228,10 @@ def test_a_sequential_gate_prints_its_next_look_with_the_samples_that_resolve_it
     from benchc.suite.messages import command
 
     def next_look(cfg, records):
-        return after_look("unresolved", records, look=cfg.look, looks=cfg.looks,
-                          command=lambda limit, look: command(cfg, limit=limit, look=look))  # fmt: skip
+        def cmd(limit, look):
+            return command(cfg, limit=limit, look=look)
+
+        return after_look("unresolved", records, look=cfg.look, looks=cfg.looks, command=cmd)
 
     records = [_unresolved_record(40, 90, 115), {"status": "pass", "n": 40}]
     cfg = SuiteConfig(limit=40, looks=3, look=1, strict_gates=True)

@@ -12,12 +12,12 @@ from benchc import spec
 from benchc.gates import ErrorBudget, GateRule, GridEvidence, figures, sidecar
 from benchc.gates.budget import count_gates
 from benchc.gates.pipeline import check_case, settings_mismatch
-from benchc.suite.options import suite_command
 from benchc.gates.samples import sample_verdicts
 from benchc.results.reader import StoredRun
 from benchc.suite.config import SuiteConfig
 from benchc.suite.gate import record_command as cfg_command
 from benchc.suite.gate import run_record_command
+from benchc.suite.options import suite_command
 from benchc.suite.payloads import build_payload, grid_payloads
 
 Z3 = lambda level: 3.0  # noqa: E731
@@ -87,9 +87,8 @@ def test_one_record_command_for_a_config_and_a_stored_run(tmp_path):
         severities=(1, 5), clean_logits=None, logits=None,
     )  # fmt: skip
     assert run_record_command(run, cfg.thresholds_dir) == cfg_command(cfg)
-    assert (
-        suite_command({"seed": spec.DEFAULT_SEED}, update=True) == "pytest benchc_tests/suite --snapshot-update"
-    )
+    recorded = suite_command({"seed": spec.DEFAULT_SEED}, update=True)
+    assert recorded == "pytest benchc_tests/suite --snapshot-update"
     # a non-default VSI support is carried, live and from snapshots recorded under it
     full = replace(cfg, vsi_support="full")
     assert "--vsi-support=full" in cfg_command(full)

@@ -12,7 +12,6 @@ from benchc.gates.evidence import EvidenceError
 from benchc.gates.snapshot import (
     ThresholdExtension,
     case_name,
-    cell_file,
     extension_for,
     model_slug,
 )
@@ -54,7 +53,6 @@ def test_case_names_keep_the_test_name():
     assert case_name("test_cell[gaussian_noise-3]") == "test_cell-gaussian_noise-3"
     assert case_name("TestX.test_model[ras]") == "test_model-ras"
     assert case_name("test_sample[fog-1-a/b c]") == "test_sample-fog-1-a_b_c"
-    assert cell_file("fog-3") == "test_cell-fog-3.json"
 
 
 @pytest.mark.parametrize(

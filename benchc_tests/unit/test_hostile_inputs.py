@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from benchc.gates.states import EXIT_INFRA
+
 # pytester's in-process runs drop modules first imported inside them; torch cannot be imported
 # twice: load the stack out here (as test_hardening_runs does).
 from benchc_tests.unit.test_bad_inputs import write_jsonl
@@ -262,7 +264,7 @@ def test_a_report_folder_holding_files_benchc_did_not_write_is_refused_up_front(
 
     with pytest.raises(SystemExit) as usage:  # benchc report --out: the same rule
         main(["report", str(project.path), "--out", str(mine)])
-    assert usage.value.code == 2
+    assert usage.value.code == 4  # the verdict table's usage code
     err = capsys.readouterr().err
     assert f"--out {mine}: cannot write there: {mine / 'report.json'} exists and benchc" in err
     assert hashes(mine, data) == before
@@ -285,7 +287,7 @@ def test_a_report_that_cannot_be_written_keeps_the_results_the_verdict_and_the_e
     (line,) = _error_lines(passing)
     assert line.startswith(f"ERROR: benchc: could not write the report (--report) in {report} ")
     # a failing case (a snapshot made unusable by hand), gated with the same unwritable report
-    ras = project.path / "thresholds" / "tiny-vlm" / "test_model-ras.json"
+    ras = project.path / "thresholds" / "tiny-vlm" / "model-ras.json"
     ras.write_text(ras.read_text().replace('"ras:higher:floor=0.01"', '"ras:higher:floor=nan"'))
     result = project.runpytest_inprocess(*args, f"--report={report}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the run's own exit code stands
@@ -317,7 +319,7 @@ def test_a_report_that_cannot_be_written_keeps_the_results_the_verdict_and_the_e
     assert err.endswith("the stored results are intact")
     with pytest.raises(SystemExit) as usage:
         main(["report", *map(str, runs), "--out", str(report / "report.html" / "mine.txt")])
-    assert usage.value.code == 2
+    assert usage.value.code == 4  # the verdict table's usage code
     assert "--out" in capsys.readouterr().err
     assert hashes(report / "report.html", data) == before
 
@@ -424,13 +426,13 @@ def test_a_subset_update_never_rewrites_a_larger_baseline(project):
     full[full.index("--severities=1")] = "--severities=1,2"
     project.runpytest_inprocess(*full).assert_outcomes(passed=13)  # 2 cells, 1 family, 10 model
     folder = project.path / "thresholds" / "tiny-vlm"
-    ras = folder / "test_model-ras.json"
+    ras = folder / "model-ras.json"
     snapshot = json.loads(ras.read_text())
     assert len(snapshot["info"]["conditions"]) == 2
     # a rule edited by hand into something unreadable: never reset silently
     snapshot["rules"] = ["ras:higher:floor=nan"]
     ras.write_text(json.dumps(snapshot, indent=1) + "\n")
-    ran = str(folder / "test_cell-fog-1.json")  # the one case the subset run records
+    ran = str(folder / "cell-fog-1.json")  # the one case the subset run records
 
     def untouched() -> dict[str, str]:
         return {k: v for k, v in hashes(folder, data).items() if k != ran}
@@ -438,7 +440,7 @@ def test_a_subset_update_never_rewrites_a_larger_baseline(project):
     before = untouched()
     subset = _args(project.path, data, "--snapshot-update", "-k", "not vsi")
     result = project.runpytest_inprocess(*subset)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # the baseline cannot record this case
     out = result.stdout.str()
     assert f"{ras}: a gate rule cannot be read (gate rule ras: floor must be finite" in out
     assert "nothing was recorded for this case" in out and "During handling" not in out
@@ -495,7 +497,7 @@ def test_a_full_results_disk_stops_the_run_with_one_line(project, tmp_path):
         before = hashes(data)
         args = _args(project.path, data, f"--results-dir={disk / 'res'}", "--snapshot-update")
         result = project.runpytest_inprocess(*args)
-        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert result.ret == EXIT_INFRA  # a fault outside the model, never a regression's code
         out = result.stdout.str() + result.stderr.str()
         assert "Traceback" not in out and "FAILED" not in out
         lines = [ln for ln in out.splitlines() if "No space left on device" in ln]

@@ -155,12 +155,10 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
     result = project.runpytest_inprocess(*args, "--snapshot-update")
     result.assert_outcomes(passed=16)
     recorded = _snapshots(root)
-    assert {"test_cell-fog-2.json", "test_model-mixed_cell_rate.json", "test_vsi-gap.json"} <= set(
-        recorded
-    )
-    assert b'"rules"' in recorded["test_cell-fog-2.json"]
-    assert b'"mdr"' in recorded["test_cell-fog-2.json"]
-    assert b'"evidence"' in recorded["test_family-weather.json"]
+    assert {"cell-fog-2.json", "model-mixed_cell_rate.json", "vsi-gap.json"} <= set(recorded)
+    assert b'"rules"' in recorded["cell-fog-2.json"]
+    assert b'"mdr"' in recorded["cell-fog-2.json"]
+    assert b'"evidence"' in recorded["family-weather.json"]
     folder = root / "thresholds" / "tiny-vlm"
     refs = {json.loads(text)["evidence"]["file"] for text in recorded.values()}
     assert {f"arrays/{p.name}" for p in (folder / "arrays").glob("*.npz")} == refs
@@ -339,7 +337,7 @@ def test_subset_rerecord_never_overwrites_full_grid_snapshots(
     result.assert_outcomes(passed=1 + 1 + 10 + 2)
     assert "KEPT test_model[ras]: recorded over 2 cells, this run selects 1" in result.stdout.str()
     after = _snapshots(root)
-    kept = [n for n in full if n.startswith("test_model-") or "pixelate" in n]
+    kept = [n for n in full if n.startswith("model-") or "pixelate" in n]
     assert len(kept) == 10 + 1 and all(after[n] == full[n] for n in kept)
 
     project.runpytest_inprocess(*args).assert_outcomes(passed=16)

@@ -414,7 +414,7 @@ def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) 
     result.stdout.fnmatch_lines(
         ["*note: tiny over http://127.0.0.1:*: queries scored * by logprobs*"]
     )
-    vsi = json.loads((tmp_path / "thresholds" / "tiny" / "test_vsi-gap.json").read_text())
+    vsi = json.loads((tmp_path / "thresholds" / "tiny" / "vsi-gap.json").read_text())
     assert vsi["info"]["vsi_variant"] == "vsi_top20 (estimated)"
     assert vsi["info"]["probe"].startswith("none")
     # no tower: a larger VSI set would not help, so the remedy does not say it would; the rule
@@ -427,7 +427,7 @@ def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) 
     # and a failure under --strict-gates
     result = project.runpytest_inprocess(*args)
     result.assert_outcomes(passed=1 + 1 + 10 + 1, skipped=1)
-    assert "UNCHECKED gap in vsi" in result.stdout.str()
+    assert "unchecked gates:\n    - gap in vsi" in result.stdout.str()
     result = project.runpytest_inprocess(*args, "--strict-gates")
     result.assert_outcomes(passed=1 + 1 + 10 + 1, failed=1)
 

@@ -249,7 +249,7 @@ def test_suite_report_and_compare_read_every_run_a_server_gives(pytester, tmp_pa
             assert "Traceback" not in out
             if name == "sampling":
                 # one summary line per reason, counting its gates
-                assert "UNCHECKED 2 gates (gap: 1 vsi; insensitive_fraction: 1 vsi): VSI" in out
+                assert "- 2 gates (gap: 1 vsi; insensitive_fraction: 1 vsi): VSI" in out
                 assert "queries scored 10 by sampling (server returned no logprobs)" in out
         doc = json.loads((tmp_path / f"report-{name}" / "report.json").read_text())
         runs[name] = doc["series"][0]

@@ -234,7 +234,7 @@ def test_recording_names_what_cannot_be_gated_and_a_rule_stays_off(project, mode
     assert "gap in vsi:" in out and "distinct image(s)" in out and "5 grouped folds" in out
     assert "remedy: record the baseline on a larger --vsi-dataset" in out
     # the fix names the snapshot's own rule, switched off (its direction and floor as recorded)
-    path = root / "thresholds" / "tiny-vlm-release" / "test_vsi-gap.json"
+    path = root / "thresholds" / "tiny-vlm-release" / "vsi-gap.json"
     (rule,) = [r for r in json.loads(path.read_text())["rules"] if r.startswith("gap:")]
     assert f"changing its rule to '{rule}:off'" in out
 
@@ -245,7 +245,7 @@ def test_recording_names_what_cannot_be_gated_and_a_rule_stays_off(project, mode
     assert "gap is undefined on the baseline" in out and "fix: " in out and ":off'" in out
 
     # switched off in the snapshot: strict passes, and re-recording keeps it off
-    path = root / "thresholds" / "tiny-vlm-release" / "test_vsi-gap.json"
+    path = root / "thresholds" / "tiny-vlm-release" / "vsi-gap.json"
     snap = json.loads(path.read_text())
     snap["rules"] = [r + ":off" if r.startswith("gap:") else r for r in snap["rules"]]
     path.write_text(json.dumps(snap, indent=1) + "\n")

@@ -80,7 +80,7 @@ def test_runs_sharing_no_cell_are_a_bad_request_not_a_damaged_store(tmp_path, ro
     noise = make_run(root / "results", ds24, model="noise", corruptions=("gaussian_noise",))
     with pytest.raises(CompareError, match="share no corruption x severity cell"):
         compare_runs([fog, noise], tmp_path / "x", images=False)
-    assert main(["compare", str(fog), str(noise), "--out", str(tmp_path / "y")]) == 2
+    assert main(["compare", str(fog), str(noise), "--out", str(tmp_path / "y")]) == 4  # usage
     err = capsys.readouterr().err
     assert "share no corruption x severity cell" in err and "fog / ds24: 1 corruptions (fog)" in err
     assert "cannot read" not in err and "recompute" not in err
@@ -89,7 +89,7 @@ def test_runs_sharing_no_cell_are_a_bad_request_not_a_damaged_store(tmp_path, ro
 def test_a_damaged_store_is_still_reported_as_one(tmp_path, root, ds24, five, capsys):
     bad = make_run(root / "damaged", ds24, model="bad")
     (bad / "fog-1.npz").write_bytes(b"not an npz")
-    assert main(["compare", str(five), str(bad), "--out", str(tmp_path / "z")]) == 3
+    assert main(["compare", str(five), str(bad), "--out", str(tmp_path / "z")]) == 8  # unreadable
     err = capsys.readouterr().err
     assert "cannot read this results folder" in err and "fog-1.npz" in err
 

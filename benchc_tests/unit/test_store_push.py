@@ -59,7 +59,7 @@ def test_the_command_says_what_it_copied_and_refuses_what_it_cannot(store, tmp_p
     assert main(["push", str(store), url]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"pushed {store} to {url}: ") and "0 already there" in out
-    assert main(["push", str(tmp_path / "ds"), url]) == 2  # a folder without a stored run
+    assert main(["push", str(tmp_path / "ds"), url]) == 4  # usage: a folder without a stored run
     assert "no benchc results folder" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["push", str(tmp_path / "missing"), url])
