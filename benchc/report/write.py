@@ -135,24 +135,14 @@ def write_report(
     facts: SuiteFacts = NO_FACTS,
     policy: Policy = DEFAULT_POLICY,
 ) -> Path:
-    """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
+    """Write ``out_dir/report.html`` and ``report.json`` for one stored run against its baseline
+    (``baseline_folder``, else the one named after the run's model in ``thresholds_dir``).
 
-    The baseline is ``baseline_folder`` when given, else ``thresholds_dir`` itself when it is a
-    baseline folder, else the folder named after the run's model inside it.
-
-    ``verdicts``: the gate verdict dicts of this run (pytest passes what its gates produced);
-    None with a ``thresholds_dir`` asks the gates to re-check the stored run offline. The
-    baseline's per-pair figures come from the snapshots' evidence sidecars; ``vsi_dir`` is the
-    run folder of the VSI arrays when the VSI gates have their own dataset; ``vsi_support``
-    the VSI the gates read (default: what the snapshots were recorded with, docs/spec.md §5).
-    ``notes``: the run notes the terminal printed (pytest passes its session's); None reads
-    what the stored run still shows (``facts.notes``). ``facts``: what the suite offers about
-    stored runs (:class:`benchc.results.facts.SuiteFacts`): notes, offline verdicts, record
-    commands.
-    ``overall``: the run's verdict as the suite decided it (default: decided here from the same
-    records and runs by the gate engine, :func:`benchc.gates.engine.run_verdict`).
-    ``session``: the suite run writing the report (:func:`benchc.provenance.session`), for
-    ``report.json`` ``provenance``.
+    ``verdicts``: this run's gate records (None with a baseline: re-checked offline by the
+    gate engine); ``overall``: the run's verdict as the engine decided it (None: decided here
+    under ``policy``); ``notes``: the run notes the terminal printed (None: ``facts.notes``);
+    ``vsi_dir``: the VSI run folder when the VSI gates have their own dataset; ``session``: the
+    suite run writing the report, for ``report.json`` ``provenance``.
     """
     run = _read(run_dir, vsi_dir)
     # the whole run's notes, as the terminal printed them (before any like-for-like subset)
@@ -160,38 +150,41 @@ def write_report(
     folder, vsi_support, base, base_run = _baseline_of(
         run, thresholds_dir, baseline_folder, vsi_support
     )
-    if verdicts is None and folder is not None:
-        verdicts, verdict_note = offline_verdicts(run.path, folder, vsi_dir, facts)
-    elif verdicts is None:
-        verdict_note = verdict_note or f"{NO_VERDICTS} (no --baseline thresholds given)"
+    if verdicts is None:
+        verdicts, verdict_note = _offline(run, folder, verdict_note, vsi_dir, facts)
     # like for like: every table and figure on what the gates compared (report.json ``subset``)
     run, base_run, subset = data.like_for_like(run, base, base_run)
     if overall is None and verdicts is not None:
         overall = run_verdict(verdicts, facts=run_facts(run, base_run), policy=policy)
     items, note = _cards(run, verdicts, base, base_run, images, vsi_support)
+    record_command = record_command or record_command_for(run, thresholds_dir, folder, vsi_dir,
+                                                          facts=facts)  # fmt: skip
+    accept_command = accept_command or record_command_for(run, thresholds_dir, folder, vsi_dir,
+                                                          release=False, facts=facts)  # fmt: skip
     doc = data.build(
-        [run],
-        baseline=base,
-        baseline_run=base_run,
-        verdicts=verdicts,
-        verdict_note=verdict_note,
-        record_command=record_command
-        or record_command_for(run, thresholds_dir, folder, vsi_dir, facts=facts),
-        accept_command=accept_command
-        or record_command_for(run, thresholds_dir, folder, vsi_dir, release=False, facts=facts),
-        drilldown=items,
-        n_boot=n_boot,
-        vsi_support=vsi_support,
-        subset=subset,
+        [run], baseline=base, baseline_run=base_run, verdicts=verdicts,
+        verdict_note=verdict_note, record_command=record_command,
+        accept_command=accept_command, drilldown=items,
+        n_boot=n_boot, vsi_support=vsi_support, subset=subset,
         overall=overall.to_dict() if overall is not None else None,
         provenance=provenance.provenance(
             run.manifest, _baseline_manifest(folder) if folder is not None else None, session
         ),
-    )
+    )  # fmt: skip
     if folder is not None:
         doc["baseline_note"] += environment_note(folder, run)
     doc["notes"] = notes
     return _write(doc, out_dir, note)
+
+
+def _offline(
+    run: StoredRun, folder: Path | None, note: str | None, vsi_dir: Path | None, facts: SuiteFacts
+) -> tuple[list[dict] | None, str | None]:
+    """The gate records of a stored run without its session's: the engine's offline check
+    against ``folder``, or none (and why) without a baseline."""
+    if folder is not None:
+        return offline_verdicts(run.path, folder, vsi_dir, facts)
+    return None, note or f"{NO_VERDICTS} (no --baseline thresholds given)"
 
 
 def _baseline_of(
