@@ -250,6 +250,8 @@ def solve_drift(
     (``futility``) the drift where beta spending lands on ``a_K = c_K`` by itself, else the
     efficacy-only power."""
     beta = 1.0 - target
+    if len(efficacy) == 1:  # one look: power ndtr(drift - c), the fixed design exactly
+        return float(efficacy[0]) + float(ndtri(target))
 
     def f(theta: float) -> float:
         fut = futility_bounds(fractions, efficacy, beta, theta, spending) if futility else None
