@@ -40,6 +40,8 @@ OPT_IN_MARKERS = {
     "cluster": "the grid on a local Ray cluster (benchc[ray]: actors killed, driver killed, "
     "--from-store, server replicas); run with -m cluster",
     "power": "MDR power tests (simulated regressions over seeds, ~45 s); run with -m power",
+    "sequential": "the sequential design by simulation (false alarms over 130 gates, power, "
+    "forward passes; ~30 s); run with -m sequential",
 }
 #: The suite's warm-up process of this run: None (none), () (wanted), (process, log).
 WARMUP = pytest.StashKey[tuple]()

@@ -119,7 +119,8 @@ def simulate_design(
         crossed = np.zeros(s, bool)
         for k in range(K):
             worse = delta + sigma * zm[k]
-            code = states(gates, k + 1, worse, sigma * zse[k])
+            n = design.sizes[k] if data and design.studentize else None
+            code = states(gates, k + 1, worse, sigma * zse[k], n)
             fails = code == 1
             crossed |= fails.any(axis=1)
             fail_run = running & fails.any(axis=1)
