@@ -1,4 +1,4 @@
-"""The sequential design proved by simulation (``-m sequential``, ~30 s, its own ``.ci/run`` line).
+"""The sequential design proved by simulation (``-m sequential``, ~40 s, its own ``.ci/run`` line).
 
 Paired per-sample data are drawn many times (:mod:`benchc.gates.seqsim`: exact sufficient
 statistics of N per-sample differences per gate, gates correlated through a shared part), and
@@ -26,6 +26,7 @@ from benchc.gates.budget import ErrorBudget
 from benchc.gates.design import Design
 from benchc.gates.seqsim import simulate_design
 from benchc.gates.spending import expected_fraction, power
+from benchc_tests.unit.bench_scripts import run_benchmark
 
 pytestmark = pytest.mark.sequential
 
@@ -101,3 +102,12 @@ def test_forward_passes_under_no_change(gates: int, rho: float, issue: float) ->
     if gates == 1:
         exact = expected_fraction(design.fractions, gate.mdr.efficacy, gate.mdr.futility, 0.0)
         assert sim.fraction == pytest.approx(exact, abs=0.005)
+
+
+def test_benchmark_script() -> None:
+    """benchmarks/sequential_design.py on 1000 runs per row: its exact rows are the issue's."""
+    out = run_benchmark("sequential_design.py", "--draws", "1000", timeout=300)
+    assert "| 5 | Bonferroni over looks (today) | 1.328 |" in out
+    assert "| 5 | O'Brien-Fleming (Lan-DeMets) | 1.023 | 0.759 |" in out
+    assert "| 3 | 0.8828 |" in out and "| 5 | 0.8710 |" in out
+    assert "## 4. Family-wise false alarms" in out
