@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -261,6 +262,14 @@ def solve_drift(
     return float(brentq(f, 0.0, hi, xtol=1e-9))
 
 
+@lru_cache(maxsize=1024)
+def _z_design(
+    t: tuple[float, ...], e: tuple[float, ...], power: float, spending: str
+) -> tuple[float, np.ndarray]:
+    theta = solve_drift(t, e, power, spending)
+    return theta, futility_bounds(t, e, 1.0 - power, theta, spending)
+
+
 @dataclass(frozen=True)
 class MdrP:
     """The change a sequential gate FAILs with probability ``power`` on the design's samples.
@@ -304,8 +313,13 @@ def mdr_p(
         value, theta, e, a = float(floor), math.inf, c, c.copy()
     else:
         e = np.maximum(c, floor * np.sqrt(t) / se_full)
-        theta = solve_drift(t, e, power, spending)
-        a = futility_bounds(t, e, 1.0 - power, theta, spending)
+        key = spending if isinstance(spending, str) else None
+        if key is None:
+            theta = solve_drift(t, e, power, spending)
+            a = futility_bounds(t, e, 1.0 - power, theta, spending)
+        else:  # gates whose floor does not bind share their z-scale design
+            theta, a = _z_design(tuple(t), tuple(e), power, key)
+            a = a.copy()
         value = theta * se_full
     if floor >= room:
         why = (
