@@ -14,7 +14,7 @@ estimated from the samples used):
 4. the family-wise false-alarm rate over 130 gates (budget 1 %), plug-in z against Student-t
    bounds (``Design(studentize=True)``).
 
-    python benchmarks/sequential_design.py              # docs/guides/sequential.md (~80 s, 2 busy cores)
+    python benchmarks/sequential_design.py              # docs/guides/sequential.md (~80 s)
     python benchmarks/sequential_design.py --draws 4000 # a smoke run
 """
 
