@@ -20,6 +20,7 @@ import pytest
 from benchc.suite.activate import activate, suite_requested, usage_error
 from benchc.suite.keys import (
     BUDGET,
+    CHANGES,
     ERRORED,
     LOAD_ERROR,
     NOTES,
@@ -219,6 +220,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput["benchc_verdicts"] = list(config.stash[VERDICTS])
         workeroutput["benchc_errored"] = list(config.stash[ERRORED])
         workeroutput["benchc_notes"] = _notes(config)
+        workeroutput["benchc_changes"] = config.stash.get(CHANGES, None)
         if LOAD_ERROR in config.stash:
             workeroutput["benchc_error"] = config.stash[LOAD_ERROR]
         return
@@ -274,6 +276,8 @@ def pytest_testnodedown(node, error) -> None:
     stash[ERRORED].extend(out.get("benchc_errored", []))
     if out.get("benchc_error"):
         stash[LOAD_ERROR] = out["benchc_error"]
+    if out.get("benchc_changes"):
+        stash[CHANGES] = out["benchc_changes"]
     notes = stash.setdefault(NOTES, [])
     notes.extend(n for n in out.get("benchc_notes", []) if n not in notes)
 
@@ -305,6 +309,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         return
     terminalreporter.section("benchc")
     for line in _sides(config):
+        terminalreporter.write_line(line)
+    from benchc.suite.changes import summary_lines
+
+    for line in summary_lines(config):  # what changed since the baseline, on PASS too
         terminalreporter.write_line(line)
     for d in dirs:
         terminalreporter.write_line(f"results: {d}")

@@ -29,10 +29,12 @@ from benchc.gates import (
 )
 from benchc.gates.baselines import BaselineRef
 from benchc.gates.check import Verdict
+from benchc.gates.churn import churn_lines
 from benchc.gates.rules import check_rules, default_rules, merge_rules
 from benchc.gates.samples import SampleVerdict, sample_verdicts
 from benchc.gates.snapshot import cell_file, load_baseline, model_slug, recorded_vsi_support
 from benchc.results.reader import StoredRun
+from benchc.suite import changes
 from benchc.suite.config import DEFAULT_DATASET, DEFAULT_MODEL, SuiteConfig
 from benchc.suite.messages import command
 from benchc.suite.recording import cause, remedy
@@ -190,6 +192,8 @@ class GateCheck:
         failed = verdict.by_status("fail")
         if failed:
             lines = [line for o in failed for line in describe(o, payload)]
+            lines[1:1] = changes.look_first(self.node.config)  # where to look first
+            lines += churn_lines(failed, baseline, payload)
             lines.append(f"snapshot: {self.path} (baseline {self.ref.label})")
             samples = {"cell": f"test_sample and {payload.scope}", "model": "test_sample",
                        "family": f"test_sample and family:{payload.scope}"}  # fmt: skip
@@ -201,6 +205,8 @@ class GateCheck:
         unresolved = verdict.by_status("unresolved")
         if unresolved and self.strict:  # the MDR promised to catch it: not a pass
             lines = [line for o in unresolved for line in describe(o, payload)]
+            lines[1:1] = changes.look_first(self.node.config)
+            lines += churn_lines(unresolved, baseline, payload)
             lines.append(f"snapshot: {self.path} (baseline {self.ref.label})")
             lines.append(
                 "UNRESOLVED under --strict-gates: more samples (the line above says how many) "

@@ -30,3 +30,5 @@ OVERALL = pytest.StashKey["Overall"]()
 SUITE_PROPERTY = pytest.StashKey[object]()
 #: One line per write that failed after the results were computed (report, exports, manifest).
 WRITE_ERRORS = pytest.StashKey[list]()
+#: The run's "changed since baseline" (:func:`benchc.gates.changes.baseline_changes`).
+CHANGES = pytest.StashKey[dict]()
