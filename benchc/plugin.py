@@ -262,7 +262,8 @@ def _write_reports(config: pytest.Config) -> list[str]:
     return write_reports(state.cfg, config.stash[RUN_DIRS], verdicts or None, sides=sides,
                          notes=notes, baseline_folder=folder,
                          overall=config.stash.get(OVERALL, None),
-                         run_notes=_notes(config))  # fmt: skip
+                         run_notes=_notes(config),
+                         changes=config.stash.get(CHANGES, None))  # fmt: skip
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -243,6 +243,25 @@ def baseline_changes(
     return {"recorded": True, "changes": [c.to_json() for c in changes], "note": None}
 
 
+def offline_changes(manifest: dict[str, Any], model_spec: str | None) -> dict[str, Any] | None:
+    """A stored run's changes read later (``benchc report``): the files and configs of its
+    model folder against the baseline's identity (the backend's settings are not known then,
+    so only files and configs are compared); None when the model is no local folder."""
+    from benchc.models.identity import config_contents, file_digests
+
+    if not isinstance(manifest.get("identity"), dict):
+        return {"recorded": False, "changes": [], "note": NOT_RECORDED} if manifest else None
+    folder = Path(str(model_spec)).expanduser() if model_spec else None
+    if folder is None or not folder.is_dir():
+        return None
+    files = {"model": str(model_spec), "files": file_digests(folder),
+             "configs": config_contents(folder)}  # fmt: skip
+    recorded = {k: v for k, v in manifest["identity"].items() if k != "settings"}
+    changes = compare(recorded, files, old_root=local_root(recorded), new_root=folder)
+    return {"recorded": True, "changes": [c.to_json() for c in changes], "note": None,
+            "scope": "files and configs (the backend's settings were not loaded)"}  # fmt: skip
+
+
 def summary_lines(doc: dict[str, Any] | None) -> list[str]:
     """The summary's "changed since baseline" lines (none, each change, or why unknown)."""
     if not doc:
@@ -279,6 +298,7 @@ __all__ = [
     "fmt",
     "local_root",
     "look_first",
+    "offline_changes",
     "summary_lines",
     "text_change",
     "weight_change",

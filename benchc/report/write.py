@@ -131,6 +131,7 @@ def write_report(
     overall: Overall | None = None,
     session: dict[str, Any] | None = None,
     facts: SuiteFacts = NO_FACTS,
+    changes: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/report.json`` for one stored run.
 
@@ -149,6 +150,8 @@ def write_report(
     ``overall``: the run's verdict as the suite decided it (default: decided here from the same
     records and runs, :mod:`benchc.report.overall`). ``session``: the suite run writing the
     report (:func:`benchc.provenance.session`), for ``report.json`` ``provenance``.
+    ``changes``: the run's "changed since baseline" (:mod:`benchc.gates.changes`; None: the
+    stored run's model folder against the baseline's recorded identity).
     """
     run = _read(run_dir, vsi_dir)
     # the whole run's notes, as the terminal printed them (before any like-for-like subset)
@@ -199,6 +202,7 @@ def write_report(
     if folder is not None:
         doc["baseline_note"] += environment_note(folder, run)
     doc["notes"] = notes
+    doc["changes"] = changes if changes is not None else _offline_changes(folder, run)
     return _write(doc, out_dir, note)
 
 
@@ -234,7 +238,15 @@ def _baseline_manifest(folder: Path) -> dict[str, Any] | None:
     from benchc.gates.baselines import read_manifest
 
     meta = read_manifest(folder)
+    meta.pop("identity", None)  # the checkpoint's files and configs: report.json ``changes``
     return {"folder": display_path(folder), **meta} if meta else None
+
+
+def _offline_changes(folder: Path | None, run: StoredRun) -> dict[str, Any] | None:
+    from benchc.gates.changes import offline_changes
+
+    manifest = _baseline_manifest(folder) if folder is not None else None
+    return offline_changes(manifest or {}, run.manifest.get("model_spec"))
 
 
 def environment_note(folder: Path, run: StoredRun) -> str:
