@@ -214,6 +214,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if SESSION not in config.stash:
         return
+    from benchc.suite.changes import refresh
+
+    refresh(config, _session(config))  # a server's own report of itself, once it answered
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker hands its results to the controller
         workeroutput["benchc_run_dirs"] = sorted(config.stash[RUN_DIRS])

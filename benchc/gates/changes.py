@@ -24,6 +24,8 @@ NOT_RECORDED = "the baseline recorded no checkpoint identity (re-record to get o
 #: Changes named on the failing case's "look first" line (the summary lists them all).
 LOOK_FIRST = 3
 _WIDTH = 80
+#: The settings a server reported of itself (:func:`benchc.models.identity.server_settings`).
+SERVED = "server reported"
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,9 @@ def diff_values(where: str, was: Any, now: Any, kind: str = "config") -> list[Ch
     for key in sorted(set(a) | set(b)):
         if key in a and key in b and _equal(a[key], b[key]):
             continue
-        out.append(Change(kind, where, key, a.get(key), b.get(key)))
+        x, y = a.get(key), b.get(key)
+        long_text = isinstance(x, str) and isinstance(y, str) and max(len(x), len(y)) > 40
+        out.append(Change("text" if long_text else kind, where, key, x, y))
     return out
 
 
@@ -212,6 +216,8 @@ def compare(
         leaf = c.key.rsplit(".", 1)[-1]
         if leaf in named or (templates and leaf == "chat template"):
             continue  # the config change above names it already
+        if c.key.startswith(SERVED) and (c.was is None or c.now is None):
+            continue  # a server reports itself only once asked: unknown is no change
         out.append(c)
     if not (files_a or files_b) and old.get("fingerprint") != new.get("fingerprint"):
         out.append(Change("setting", "fingerprint", "", old.get("fingerprint"),

@@ -44,6 +44,14 @@ def compute(config: pytest.Config, state: SuiteSession) -> dict[str, Any]:
     return doc
 
 
+def refresh(config: pytest.Config, state: SuiteSession) -> None:
+    """At the end of a run against a server, once more: what the server reported of itself
+    (model id, fingerprint) is known only after its first answer."""
+    if CHANGES in config.stash and state._backend is not None:
+        if getattr(state.backend, "served", None):
+            compute(config, state)
+
+
 def of(config: pytest.Config) -> dict[str, Any] | None:
     """This run's changes (None: not computed: a recording, or no model loaded here)."""
     return config.stash.get(CHANGES, None)
@@ -59,4 +67,4 @@ def look_first(config: pytest.Config) -> list[str]:
     return [line] if line else []
 
 
-__all__ = ["candidate_identity", "compute", "look_first", "of", "summary_lines"]
+__all__ = ["candidate_identity", "compute", "look_first", "of", "refresh", "summary_lines"]
