@@ -196,8 +196,13 @@ def compare(
     out: list[Change] = []
     if old.get("revision") != new.get("revision") and (old.get("revision") or new.get("revision")):
         out.append(Change("revision", "revision", "", old.get("revision"), new.get("revision")))
-    configs_a, configs_b = old.get("configs") or {}, new.get("configs") or {}
-    files_a, files_b = old.get("files") or {}, new.get("files") or {}
+    # a side that was not read (a server, a run computed elsewhere) is not compared, so its
+    # files never read as removed
+    both = "files" in old and "files" in new
+    configs_a, configs_b = (
+        (old.get("configs") or {}, new.get("configs") or {}) if both else ({}, {})
+    )
+    files_a, files_b = (old.get("files") or {}, new.get("files") or {}) if both else ({}, {})
     for name in sorted(set(files_a) | set(files_b) | set(configs_a) | set(configs_b)):
         if name in configs_a and name in configs_b:
             out += diff_values(name, configs_a[name], configs_b[name])
@@ -212,14 +217,16 @@ def compare(
             out.append(Change("file", name, detail="changed (digest)"))
     named = {c.key.rsplit(".", 1)[-1] for c in out if c.key}
     templates = any("template" in c.where for c in out)
-    for c in diff_values("settings", old.get("settings"), new.get("settings"), "setting"):
+    settings = "settings" in old and "settings" in new
+    pairs = (old["settings"], new["settings"]) if settings else ({}, {})
+    for c in diff_values("settings", *pairs, "setting"):
         leaf = c.key.rsplit(".", 1)[-1]
         if leaf in named or (templates and leaf == "chat template"):
             continue  # the config change above names it already
         if c.key.startswith(SERVED) and (c.was is None or c.now is None):
             continue  # a server reports itself only once asked: unknown is no change
         out.append(c)
-    if not (files_a or files_b) and old.get("fingerprint") != new.get("fingerprint"):
+    if not both and old.get("fingerprint") != new.get("fingerprint"):
         out.append(Change("setting", "fingerprint", "", old.get("fingerprint"),
                           new.get("fingerprint")))  # fmt: skip
     return out

@@ -209,6 +209,8 @@ def checkpoint_identity(backend: Any, model: str | None = None) -> dict[str, Any
     }
     if model is not None:
         out["model"] = model
+    while getattr(backend, "inner", None) is not None:  # a wrapper: the checkpoint it runs
+        backend = backend.inner
     source = getattr(backend, "source", None)
     folder = getattr(source, "path", None)
     if folder is not None and Path(folder).is_dir():

@@ -217,9 +217,9 @@ def test_summary_and_look_first_name_the_changes():
 
 
 def test_a_setting_already_named_by_its_config_is_not_repeated():
-    old = {"configs": {"p.json": {"image_mean": [0.1]}},
+    old = {"files": {}, "configs": {"p.json": {"image_mean": [0.1]}},
            "settings": {"image processor": {"image_mean": [0.1]}, "dtype": "float32"}}  # fmt: skip
-    new = {"configs": {"p.json": {"image_mean": [0.5]}},
+    new = {"files": {}, "configs": {"p.json": {"image_mean": [0.5]}},
            "settings": {"image processor": {"image_mean": [0.5]}, "dtype": "bfloat16"}}  # fmt: skip
     lines = [c.line() for c in compare(old, new)]
     assert lines == ["p.json: image_mean [0.1] -> [0.5]", "settings: dtype 'float32' -> 'bfloat16'"]
@@ -255,3 +255,10 @@ def test_offline_changes_of_an_edited_copy(tmp_path):
     assert offline_changes({"model": "m"}, str(copy)) == {
         "recorded": False, "changes": [], "note": NOT_RECORDED
     }  # fmt: skip
+
+
+def test_a_side_without_files_is_compared_by_fingerprint_not_as_removed_files(baseline):
+    """A run computed elsewhere (no checkpoint folder read here) lists no file as removed."""
+    elsewhere = {"name": "m", "fingerprint": "hf:other"}
+    lines = [c.line() for c in compare({**baseline, "fingerprint": "hf:m"}, elsewhere)]
+    assert lines == ["fingerprint 'hf:m' -> 'hf:other'"]
