@@ -35,11 +35,15 @@ def compute(config: pytest.Config, state: SuiteSession) -> dict[str, Any]:
 
     identity = candidate_identity(state)
     root = getattr(getattr(state.backend, "source", None), "path", None)
-    doc = changes.baseline_changes(
-        read_manifest(state.baseline.folder),
-        identity,
-        candidate_root=Path(root) if root is not None else None,
-    )
+    try:
+        doc = changes.baseline_changes(
+            read_manifest(state.baseline.folder),
+            identity,
+            candidate_root=Path(root) if root is not None else None,
+        )
+    except Exception as exc:  # never the run's verdict: one line says why nothing is listed
+        note = f"the identities could not be compared ({type(exc).__name__}: {exc})"
+        doc = {"recorded": True, "changes": [], "note": note}
     config.stash[CHANGES] = doc
     return doc
 
