@@ -56,16 +56,18 @@ def refresh(config: pytest.Config, state: SuiteSession) -> None:
             compute(config, state)
 
 
-def of(config: pytest.Config) -> dict[str, Any] | None:
-    """This run's changes (None: not computed: a recording, or no model loaded here)."""
-    return config.stash.get(CHANGES, None)
+def of(config: pytest.Config | None) -> dict[str, Any] | None:
+    """This run's changes (None: not computed: a recording, no model loaded here, or a gate
+    checked outside a pytest session)."""
+    stash = getattr(config, "stash", None)
+    return None if stash is None else stash.get(CHANGES, None)
 
 
 def summary_lines(config: pytest.Config) -> list[str]:
     return changes.summary_lines(of(config))
 
 
-def look_first(config: pytest.Config) -> list[str]:
+def look_first(config: pytest.Config | None) -> list[str]:
     """The failing case's "look first" line, as a list to splice into its message."""
     line = changes.look_first(of(config))
     return [line] if line else []

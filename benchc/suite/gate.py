@@ -192,7 +192,7 @@ class GateCheck:
         failed = verdict.by_status("fail")
         if failed:
             lines = [line for o in failed for line in describe(o, payload)]
-            lines[1:1] = changes.look_first(self.node.config)  # where to look first
+            lines[1:1] = changes.look_first(getattr(self.node, "config", None))  # look here first
             lines += churn_lines(failed, baseline, payload)
             lines.append(f"snapshot: {self.path} (baseline {self.ref.label})")
             samples = {"cell": f"test_sample and {payload.scope}", "model": "test_sample",
@@ -205,7 +205,7 @@ class GateCheck:
         unresolved = verdict.by_status("unresolved")
         if unresolved and self.strict:  # the MDR promised to catch it: not a pass
             lines = [line for o in unresolved for line in describe(o, payload)]
-            lines[1:1] = changes.look_first(self.node.config)
+            lines[1:1] = changes.look_first(getattr(self.node, "config", None))
             lines += churn_lines(unresolved, baseline, payload)
             lines.append(f"snapshot: {self.path} (baseline {self.ref.label})")
             lines.append(
