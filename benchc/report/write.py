@@ -243,10 +243,11 @@ def _baseline_manifest(folder: Path) -> dict[str, Any] | None:
 
 
 def _offline_changes(folder: Path | None, run: StoredRun) -> dict[str, Any] | None:
+    from benchc.gates.baselines import read_manifest
     from benchc.gates.changes import offline_changes
 
-    manifest = _baseline_manifest(folder) if folder is not None else None
-    return offline_changes(manifest or {}, run.manifest.get("model_spec"))
+    manifest = read_manifest(folder) if folder is not None else {}
+    return offline_changes(manifest, run.manifest.get("model_spec"))
 
 
 def environment_note(folder: Path, run: StoredRun) -> str:

@@ -262,3 +262,22 @@ def test_a_side_without_files_is_compared_by_fingerprint_not_as_removed_files(ba
     elsewhere = {"name": "m", "fingerprint": "hf:other"}
     lines = [c.line() for c in compare({**baseline, "fingerprint": "hf:m"}, elsewhere)]
     assert lines == ["fingerprint 'hf:m' -> 'hf:other'"]
+
+
+def test_a_report_written_later_reads_the_baselines_identity(tmp_path):
+    """``benchc report``: the stored run's model folder against the recorded identity (the
+    manifest's identity is kept out of report.json's provenance, not out of this)."""
+    from types import SimpleNamespace
+
+    from benchc.report.write import _baseline_manifest, _offline_changes
+
+    copy = tmp_path / "copy"
+    shutil.copytree(FIXTURE, copy)
+    _ip(resample=0)(copy)
+    folder = REPO / "thresholds" / "tiny-vlm"
+    doc = _offline_changes(folder, SimpleNamespace(manifest={"model_spec": str(copy)}))
+    assert doc is not None and doc["recorded"] is True
+    assert [c["line"] for c in doc["changes"]] == [
+        "processor_config.json: image_processor.resample 3 -> 0"
+    ]
+    assert "identity" not in (_baseline_manifest(folder) or {})
