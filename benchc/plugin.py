@@ -21,6 +21,7 @@ from benchc.suite.activate import activate, suite_requested, usage_error
 from benchc.suite.keys import (
     BASELINE,
     BUDGET,
+    CHANGES,
     ENGINE,
     ERRORED,
     LOAD_ERROR,
@@ -210,7 +211,7 @@ def _engine(config: pytest.Config, state: SuiteSession):
         budget = config.stash.get(BUDGET, None) or ErrorBudget(
             cfg.false_alarm_budget, looks=cfg.looks
         )
-        config.stash[ENGINE] = engine_for(cfg, state.baseline, budget)
+        config.stash[ENGINE] = engine_for(cfg, state.baseline, budget, config)
     return config.stash[ENGINE]
 
 
@@ -219,6 +220,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if SESSION not in config.stash:
         return
+    from benchc.suite.changes import refresh
+
+    refresh(config, _session(config))  # a server's own report of itself, once it answered
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker hands its results to the controller
         workeroutput["benchc_run_dirs"] = sorted(config.stash[RUN_DIRS])
@@ -228,6 +232,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         state = _session(config)
         workeroutput["benchc_baseline"] = str(state.baseline.folder) if state.started else ""
         workeroutput["benchc_notes"] = _notes(config)
+        workeroutput["benchc_changes"] = config.stash.get(CHANGES, None)
         if LOAD_ERROR in config.stash:
             workeroutput["benchc_error"] = config.stash[LOAD_ERROR]
         return
@@ -271,7 +276,8 @@ def _write_reports(config: pytest.Config) -> list[str]:
     return write_reports(state.cfg, config.stash[RUN_DIRS], verdicts or None, sides=sides,
                          notes=notes, baseline_folder=folder,
                          overall=config.stash.get(OVERALL, None),
-                         run_notes=_notes(config))  # fmt: skip
+                         run_notes=_notes(config),
+                         changes=config.stash.get(CHANGES, None))  # fmt: skip
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -288,6 +294,8 @@ def pytest_testnodedown(node, error) -> None:
         stash[BASELINE] = out["benchc_baseline"]
     if out.get("benchc_error"):
         stash[LOAD_ERROR] = out["benchc_error"]
+    if out.get("benchc_changes"):
+        stash[CHANGES] = out["benchc_changes"]
     notes = stash.setdefault(NOTES, [])
     notes.extend(n for n in out.get("benchc_notes", []) if n not in notes)
 
@@ -314,6 +322,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         return
     terminalreporter.section("benchc")
     for line in _sides(config):
+        terminalreporter.write_line(line)
+    from benchc.suite.changes import summary_lines
+
+    for line in summary_lines(config):  # what changed since the baseline, on PASS too
         terminalreporter.write_line(line)
     for d in dirs:
         terminalreporter.write_line(f"results: {d}")

@@ -100,6 +100,7 @@ class Bundle:
             "environment": self.environment,
             "provenance": self.extra.get("provenance"),
             "overall": self.extra.get("overall"),
+            "changes": self.extra.get("changes"),
         }
 
 
@@ -153,7 +154,11 @@ def build(report_dir: Path, *, thresholds_dir: Path | None = None) -> Bundle:
         title=str(doc.get("title", "")),
         model=params["model"],
         dataset=params["dataset"],
-        extra={"provenance": doc.get("provenance"), "overall": doc.get("overall")},
+        extra={
+            "provenance": doc.get("provenance"),
+            "overall": doc.get("overall"),
+            "changes": doc.get("changes"),
+        },
     )
 
 

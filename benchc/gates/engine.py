@@ -22,6 +22,7 @@ from benchc.fsutil import display_path
 from benchc.gates.baselines import BaselineRef
 from benchc.gates.budget import ErrorBudget
 from benchc.gates.check import Outcome, ZFor, check, describe
+from benchc.gates.churn import churn_lines
 from benchc.gates.evidence import EvidenceError, GridEvidence
 from benchc.gates.facts import Facts
 from benchc.gates.figures import figures
@@ -46,6 +47,9 @@ class Commands:
     record_release: Callable[[], str] = lambda: "pytest --snapshot-update"
     accept: Callable[[str], str] = lambda case: f"pytest --snapshot-update -k {case}"
     drill_down: Callable[[str, str], str | None] = lambda level, scope: None
+    #: Where a failure should look first: what changed since the baseline (:mod:`benchc.gates.
+    #: changes`), spliced under the failure's first line.
+    look_first: Callable[[], list[str]] = lambda: []
 
 
 @dataclass(frozen=True)
@@ -138,9 +142,9 @@ class GateEngine:
         unresolved = [o for o in outcomes if o.status == "unresolved"]
         unchecked = [o for o in outcomes if o.status == "unchecked"]
         if failed:
-            return "fail", self._failure(failed, payload, path, case)
+            return "fail", self._failure(failed, payload, baseline, path, case)
         if unresolved and self.policy.mode == "fail":
-            lines = [line for o in unresolved for line in describe(o, payload)]
+            lines = self._described(unresolved, payload, baseline)
             lines += [f"snapshot: {path} (baseline {self.baseline.label})",
                       f"UNRESOLVED under {self._flag()}: more samples (the line above says how "
                       "many) resolve it; "
@@ -168,8 +172,17 @@ class GateEngine:
     def _flag(self) -> str:
         return "--inconclusive=fail" if self.policy.inconclusive == "fail" else "--strict-gates"
 
-    def _failure(self, failed: list[Outcome], payload: Payload, path: Path, case: str) -> str:
-        lines = [line for o in failed for line in describe(o, payload)]
+    def _described(self, outcomes: list[Outcome], payload: Payload, baseline: Payload) -> list[str]:
+        """The gates' own text, what changed since the baseline under its first line, and the
+        churn beside a negative-flip gate (:mod:`benchc.gates.churn`)."""
+        lines = [line for o in outcomes for line in describe(o, payload)]
+        lines[1:1] = self.commands.look_first()
+        return lines + churn_lines(outcomes, baseline, payload)
+
+    def _failure(
+        self, failed: list[Outcome], payload: Payload, baseline: Payload, path: Path, case: str
+    ) -> str:
+        lines = self._described(failed, payload, baseline)
         lines.append(f"snapshot: {path} (baseline {self.baseline.label})")
         drill = self.commands.drill_down(payload.level, payload.scope)
         if drill:

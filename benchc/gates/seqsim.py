@@ -136,16 +136,8 @@ def simulate_design(
             running &= ~stop
         counts["crossed"] += int(crossed.sum())
         done_draws += s
-    return SimResult(
-        draws,
-        counts["fail"] / draws,
-        counts["passed"] / draws,
-        counts["unresolved"] / draws,
-        counts["crossed"] / draws,
-        used / draws,
-        stops,
-        gate_fail / draws,
-    )
+    shares = (counts[k] / draws for k in ("fail", "passed", "unresolved", "crossed"))
+    return SimResult(draws, *shares, used / draws, stops, gate_fail / draws)
 
 
 def run_shares(

@@ -292,6 +292,8 @@ class OpenAIProxyBackend(Backend):
         self._spikes = 0  # ... of which every reply was the same text
         self._pool: ThreadPoolExecutor | None = None
         self.name = slug(model)
+        #: What the server reported of itself in its first answer (model id, fingerprint).
+        self.served: dict[str, str] | None = None
         mode = f":lp{top_logprobs}" if logprobs else ""
         extra = f":tok{max_tokens}" if max_tokens != 16 else ""
         if self.extra_body:
@@ -493,7 +495,7 @@ class OpenAIProxyBackend(Backend):
         body.update(temperature=0.0, max_tokens=1, logprobs=True, top_logprobs=self.top_logprobs)
         for field in ("top_p", "top_k"):
             body.pop(field, None)
-        answer = self.client.post(body, _what(query))
+        answer = self._post(body, query)
         try:
             content = answer["choices"][0]["logprobs"]["content"]
             top = content[0]["top_logprobs"]
@@ -537,7 +539,15 @@ class OpenAIProxyBackend(Backend):
         body = self.request_body(query, n, self._seed(query, 0))
         if temperature is not None:
             body["temperature"] = temperature
-        return self.client.post(body, _what(query))
+        return self._post(body, query)
+
+    def _post(self, body: dict, query: Query) -> dict:
+        """One request; the first answer's model id and system fingerprint are kept
+        (:attr:`served`: what the server says it runs, recorded in a baseline's identity)."""
+        answer = self.client.post(body, _what(query))
+        if getattr(self, "served", None) is None and isinstance(answer, dict):
+            self.served = {k: answer[k] for k in ("model", "system_fingerprint") if answer.get(k)}
+        return answer
 
     def sample_replies(self, query: Query) -> list[str]:
         """N reply texts, asking for all N at once and topping up with fresh seeds while the
@@ -549,7 +559,7 @@ class OpenAIProxyBackend(Backend):
                 break
             ask = min(want, self._n_cap or want)
             body = self.request_body(query, ask, self._seed(query, attempt))
-            texts = _choice_texts(self.client.post(body, _what(query)), query)
+            texts = _choice_texts(self._post(body, query), query)
             if not texts:
                 raise ProxyError(f"{self.base_url} returned no choices for {_what(query)}")
             if len(texts) < ask and "n" not in self.client.dropped:

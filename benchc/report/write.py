@@ -134,6 +134,7 @@ def write_report(
     session: dict[str, Any] | None = None,
     facts: SuiteFacts = NO_FACTS,
     policy: Policy = DEFAULT_POLICY,
+    changes: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` and ``report.json`` for one stored run against its baseline
     (``baseline_folder``, else the one named after the run's model in ``thresholds_dir``).
@@ -141,8 +142,9 @@ def write_report(
     ``verdicts``: this run's gate records (None with a baseline: re-checked offline by the
     gate engine); ``overall``: the run's verdict as the engine decided it (None: decided here
     under ``policy``); ``notes``: the run notes the terminal printed (None: ``facts.notes``);
-    ``vsi_dir``: the VSI run folder when the VSI gates have their own dataset; ``session``: the
-    suite run writing the report, for ``report.json`` ``provenance``.
+    ``vsi_dir``: the VSI gates' own run folder; ``session``: the suite run writing it.
+    ``changes``: the run's "changed since baseline" (:mod:`benchc.gates.changes`; None: the
+    stored run's model folder against the baseline's recorded identity).
     """
     run = _read(run_dir, vsi_dir)
     # the whole run's notes, as the terminal printed them (before any like-for-like subset)
@@ -171,10 +173,23 @@ def write_report(
             run.manifest, _baseline_manifest(folder) if folder is not None else None, session
         ),
     )  # fmt: skip
+    _add_context(doc, folder, run, notes, changes)
+    return _write(doc, out_dir, note)
+
+
+def _add_context(
+    doc: dict[str, Any],
+    folder: Path | None,
+    run: StoredRun,
+    notes: list[str],
+    changes: dict[str, Any] | None,
+) -> None:
+    """What the page says beside the figures: the environment the baseline was recorded in,
+    the run's notes, and what changed since the baseline."""
     if folder is not None:
         doc["baseline_note"] += environment_note(folder, run)
     doc["notes"] = notes
-    return _write(doc, out_dir, note)
+    doc["changes"] = changes if changes is not None else _offline_changes(folder, run)
 
 
 def _offline(
@@ -247,7 +262,16 @@ def _baseline_manifest(folder: Path) -> dict[str, Any] | None:
     from benchc.gates.baselines import read_manifest
 
     meta = read_manifest(folder)
+    meta.pop("identity", None)  # the checkpoint's files and configs: report.json ``changes``
     return {"folder": display_path(folder), **meta} if meta else None
+
+
+def _offline_changes(folder: Path | None, run: StoredRun) -> dict[str, Any] | None:
+    from benchc.gates.baselines import read_manifest
+    from benchc.gates.changes import offline_changes
+
+    manifest = read_manifest(folder) if folder is not None else {}
+    return offline_changes(manifest, run.manifest.get("model_spec"))
 
 
 def environment_note(folder: Path, run: StoredRun) -> str:

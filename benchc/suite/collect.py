@@ -184,6 +184,11 @@ def _load(config: pytest.Config, items: list[pytest.Item], state: SuiteSession) 
         if any("benchc_vsi_figure" in _params(i) for i in items):
             _ = state.vsi_run  # the VSI gates' dataset: its errors come before any case too
         fill(stored_entries(state, grid=check["grid"], vsi=vsi))
+    from benchc.suite import changes, probe
+
+    probe.probe(state)  # one real query before the grid: a model that cannot take its input
+    if not check["update"]:
+        changes.compute(config, state)  # "changed since baseline", for every verdict
 
 
 def stored_entries(state: SuiteSession, *, grid: bool, vsi: bool) -> dict[str, list[str]]:

@@ -21,6 +21,7 @@ from benchc.gates.baselines import BaselineRef
 from benchc.gates.engine import Commands, GateEngine
 from benchc.gates.snapshot import model_slug, recorded_vsi_support
 from benchc.results.reader import StoredRun
+from benchc.suite import changes
 from benchc.suite.config import SuiteConfig
 from benchc.suite.messages import command
 from benchc.suite.options import suite_command
@@ -72,7 +73,9 @@ def run_record_command(
 Sink = Callable[[str, dict[str, Any]], None]
 
 
-def engine_for(cfg: SuiteConfig, ref: BaselineRef, budget: ErrorBudget) -> GateEngine:
+def engine_for(
+    cfg: SuiteConfig, ref: BaselineRef, budget: ErrorBudget, config: pytest.Config | None = None
+) -> GateEngine:
     """The run's gate engine: its baseline, budget and policy, with the commands it prints
     built from this run's settings."""
     from benchc.gates.baselines import read_manifest
@@ -93,6 +96,7 @@ def engine_for(cfg: SuiteConfig, ref: BaselineRef, budget: ErrorBudget) -> GateE
         record_release=release,
         accept=lambda case: record_command(cfg, extra=("-k", case)),
         drill_down=drill_down,
+        look_first=lambda: changes.look_first(config),
     )
     return GateEngine(ref, budget=budget, policy=cfg.policy, seed=cfg.seed, commands=commands)
 

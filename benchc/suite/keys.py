@@ -42,3 +42,5 @@ ENGINE = pytest.StashKey[object]()
 BASELINE = pytest.StashKey[str]()
 #: Gated cases the baseline could not check (``{"case", "error"}``): the usage state.
 PROBLEMS = pytest.StashKey[list]()
+#: The run's "changed since baseline" (:func:`benchc.gates.changes.baseline_changes`).
+CHANGES = pytest.StashKey[dict]()

@@ -6,7 +6,9 @@ run's message can print the command that re-records the baseline from the releas
 the output-changing model arguments (checked before a gate run), and the environment
 (:func:`benchc.provenance.environment`: a baseline recorded elsewhere gets one line), and the
 files benchc wrote there (``files``: the snapshots and their evidence sidecars), the marker by
-which a later re-record knows what it may delete (:func:`benchc.gates.sidecar.sweep_unreferenced`).
+which a later re-record knows what it may delete (:func:`benchc.gates.sidecar.sweep_unreferenced`),
+and the checkpoint's identity (``identity``: :func:`benchc.models.identity.checkpoint_identity`),
+which a gate run compares first to say what changed since the baseline.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def portable(path: str) -> str:
 
 
 def baseline_manifest(state: SuiteSession) -> dict[str, Any]:
+    from benchc.models.identity import checkpoint_identity
     from benchc.suite.preflight import output_args
 
     cfg = state.cfg
@@ -45,6 +48,7 @@ def baseline_manifest(state: SuiteSession) -> dict[str, Any]:
         "dataset_args": dict(cfg.dataset_args),
         "vsi_dataset": portable(cfg.resolved_vsi_dataset()),
         "environment": provenance.environment(state.backend),
+        "identity": checkpoint_identity(state.backend, portable(cfg.model)),
     }
 
 

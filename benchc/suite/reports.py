@@ -30,6 +30,7 @@ def write_reports(
     baseline_folder: Path | None = None,
     overall: Overall | None = None,
     run_notes: list[str] | None = None,
+    changes: dict[str, Any] | None = None,
 ) -> list[str]:
     """``--report DIR``: the HTML page and JSON of this run with its gate verdicts and
     ``run_notes`` (the notes the terminal prints); the
@@ -47,7 +48,7 @@ def write_reports(
     dirs = [Path(d) for d in sorted(run_dirs)]
     this = session(cfg.command_line)  # once: the page, report.json and the exporters say the same
     writer = partial(write_page, baseline_folder=baseline_folder, overall=overall, session=this,
-                     notes=run_notes)  # fmt: skip
+                     notes=run_notes, changes=changes)  # fmt: skip
     errors: list[str | None] = []
     page = None
     if cfg.report is not None and dirs:
@@ -92,6 +93,7 @@ def write_page(
     overall: Overall | None = None,
     session: dict | None = None,
     notes: list[str] | None = None,
+    changes: dict[str, Any] | None = None,
 ) -> Path:
     """The report of ``dirs`` in ``out``: one run (with its VSI run) against its baseline, or
     several runs compared; ``notes``: the session's run notes (None: what the runs show)."""
@@ -119,6 +121,7 @@ def write_page(
             session=session,
             notes=notes,
             facts=suite_facts(),
+            changes=changes,
         )
     return compare_runs(
         [g for g, _ in groups], out, vsi_dirs=[v for _, v in groups], facts=suite_facts()
