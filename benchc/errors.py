@@ -24,7 +24,13 @@ class InfrastructureError(RuntimeError):
         attempts: int | None = None,
         hint: str | None = None,
     ) -> None:
-        self.where, self.what, self.item, self.attempts, self.hint = where, what, item, attempts, hint
+        self.where, self.what, self.item, self.attempts, self.hint = (
+            where,
+            what,
+            item,
+            attempts,
+            hint,
+        )
         parts = [f"{where}: {what}"]
         if item:
             parts.append(f"while computing {item}")

@@ -30,3 +30,5 @@ OVERALL = pytest.StashKey["Overall"]()
 SUITE_PROPERTY = pytest.StashKey[object]()
 #: One line per write that failed after the results were computed (report, exports, manifest).
 WRITE_ERRORS = pytest.StashKey[list]()
+#: (exit code, one-line message) of the fault that ended the run once (:mod:`benchc.suite.route`).
+STOPPED = pytest.StashKey[list]()

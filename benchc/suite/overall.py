@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from benchc.suite.keys import ERRORED, OVERALL, RUN_DIRS, SESSION, SUITE_PROPERTY, VERDICTS
+from benchc.suite.keys import (
+    ERRORED,
+    OVERALL,
+    RUN_DIRS,
+    SESSION,
+    STOPPED,
+    SUITE_PROPERTY,
+    VERDICTS,
+)
 
 if TYPE_CHECKING:  # the report's stack loads at session end, not with the plugin
     from benchc.report.overall import Overall
@@ -57,6 +65,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
     config = item.config
+    if _ends_the_run(item, call, report):
+        return
     if (
         not report.failed
         or call.excinfo is None
@@ -76,6 +86,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if SESSION not in config.stash or getattr(config, "workeroutput", None) is not None:
         return  # not a benchc session, or an xdist worker (the controller decides)
     state = config.stash[SESSION]
+    if config.stash.get(STOPPED, None):  # a fault outside the model: its own exit code
+        session.exitstatus = config.stash[STOPPED][0]
+        return
     if config.getoption("update_snapshots", False) or not state.started:
         return
     overall = session_overall(
@@ -101,3 +114,48 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         and session.exitstatus == pytest.ExitCode.OK
     ):
         session.exitstatus = EXIT_INCONCLUSIVE
+
+
+# -- a fault that ends the run once (issue 49; the gate engine's rewrite absorbs these) -------
+def _ends_the_run(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> bool:
+    """An infrastructure fault or a route mismatch (:func:`benchc.suite.route.stopping_error`):
+    the run stops here (no other case re-sends the request), the case's report is the one
+    line, not a traceback, and the exit code is the verdict table's."""
+    from benchc.suite.collect import is_suite_item
+    from benchc.suite.route import stopping_error
+
+    if not (report.failed and call.excinfo and SESSION in item.config.stash):
+        return False
+    stop = stopping_error(call.excinfo.value) if is_suite_item(item) else None
+    if stop is None:
+        return False
+    report.longrepr = stop[1]
+    item.session.shouldstop = stop[1].splitlines()[0][:200]
+    item.config.stash.setdefault(STOPPED, list(stop))
+    workeroutput = getattr(item.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["benchc_stopped"] = list(stop)
+    return True
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """xdist: a worker's fault that ended the run reaches the controller's exit code."""
+    stop = getattr(node, "workeroutput", {}).get("benchc_stopped")
+    if stop:
+        node.config.stash.setdefault(STOPPED, stop)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    """The one error, once, with the command that resumes the run (its stored rows are kept)."""
+    stop = config.stash.get(STOPPED, None)
+    if not stop or SESSION not in config.stash:
+        return
+    from benchc.suite.messages import command
+
+    update = bool(config.getoption("update_snapshots", False))
+    terminalreporter.write_line(f"benchc: {stop[1]} (exit {stop[0]})", red=True, bold=True)
+    terminalreporter.write_line(
+        f"  resume (stored rows are kept): {command(config.stash[SESSION].cfg, update=update)}"
+    )
