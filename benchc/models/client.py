@@ -365,6 +365,8 @@ class ChatClient:
     ) -> None:
         """Wait and count one retry of ``cause``, or raise :class:`ServerFault` when the
         request's retries are spent (its time budget, ``max_retries``, ``content_retries``)."""
+        if self.fault is not None:  # another request failed for good: the run ends on it
+            raise self.fault
         delay = backoff_delay(
             retry.attempt, self.backoff_s, retry_after, self.rng, self.max_backoff_s
         )

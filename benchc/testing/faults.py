@@ -1,7 +1,7 @@
 """A loopback OpenAI-compatible chat server that injects faults on a deterministic schedule.
 
 Why: the served path's promise (a glitch is not a regression) is only as good as the faults it
-was tried against. Answers are a pure function of the request's image bytes and text (a
+was tried against. Answers are a pure function of the request's decoded pixels and text (a
 synthetic "model": four option letters with log-probs drawn from their hash), so a run against
 it is reproducible bit for bit, and a fault-free run is the reference a faulty one must equal.
 
@@ -19,7 +19,9 @@ request dropped for ``delay_s`` seconds after the first: a server restart). Used
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import json
 import threading
 import time
@@ -31,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 #: Fault kinds a :class:`FaultPlan` injects.
 KINDS = (
@@ -78,12 +81,21 @@ class FaultServer(ThreadingHTTPServer):
         super().__init__((host, 0), _Handler)
         self.plan = plan
         self.lock = threading.Lock()
-        #: Attempts seen per body digest, and the faults injected by kind.
+        #: Attempts seen per body digest, the faults injected by kind and per body digest.
         self.attempts: Counter[str] = Counter()
         self.injected: Counter[str] = Counter()
+        self.faulted: Counter[str] = Counter()  # faults per body digest
         self.requests = 0
         self.first_at: float | None = None
         self.closing = threading.Event()
+
+    def replan(self, plan: FaultPlan) -> None:
+        """Fault by ``plan`` from now on, every body's attempts counted afresh (the same URL, so
+        a rerun keeps its run key)."""
+        with self.lock:
+            self.plan = plan
+            self.attempts.clear()
+            self.first_at = None
 
     @property
     def base_url(self) -> str:
@@ -114,11 +126,12 @@ class FaultServer(ThreadingHTTPServer):
                 )
             if fault is not None:
                 self.injected[fault] += 1
+                self.faulted[digest] += 1
         return fault
 
     def answer(self, body: dict) -> dict:
         """The synthetic model's chat-completions answer: a pure function of the request."""
-        text = json.dumps(body.get("messages"), sort_keys=True).encode()
+        text = _content_key(body.get("messages"))
         logits = _letter_logits(text)
         n = int(body.get("n") or 1)
         temperature = float(body.get("temperature", 1.0))
@@ -141,6 +154,25 @@ class FaultServer(ThreadingHTTPServer):
                 ]
             }
         return {"id": "chatcmpl-fault", "object": "chat.completion", "choices": choices}
+
+
+def _content_key(messages: Any) -> bytes:
+    """The request's text with each image replaced by its decoded pixels' digest: the same
+    pixels sent as other PNG bytes get the same answer, as from a real model."""
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, dict):
+            if value.get("type") == "image_url":
+                url = (value.get("image_url") or {}).get("url", "")
+                png = base64.b64decode(url.partition(",")[2])
+                pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+                return hashlib.sha256(pixels.tobytes()).hexdigest()
+            return {k: swap(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        return value
+
+    return json.dumps(swap(messages), sort_keys=True).encode()
 
 
 def _digest_int(data: bytes) -> int:
