@@ -202,20 +202,19 @@ class SuiteRun:
             return self._route
         from benchc.suite.route import check_route
 
+        try:
+            stored = self.store.manifest().get("option_access")
+        except StoreError:
+            stored = None
         settle = getattr(self.backend, "settle_route", None)
         if settle is not None and len(self.dataset):
             image = self._originals[0]
             route = settle(self._queries([image], 0)[0])
-        else:
-            route = self.backend.capabilities.option_distribution
+        else:  # a stand-in for a stored run (--from-store, Ray): the route it recorded
+            route = stored or self.backend.capabilities.option_distribution
         check_route(self.baseline_route(), route)
-        if self.store.read_only is None:
-            try:
-                stored = self.store.manifest().get("option_access")
-            except StoreError:
-                stored = None
-            if stored is not None and stored != route:
-                self._drop_stored(stored, route)
+        if stored is not None and stored != route and self.store.read_only is None:
+            self._drop_stored(stored, route)
         self._route = route
         return route
 

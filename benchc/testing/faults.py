@@ -89,6 +89,13 @@ class FaultServer(ThreadingHTTPServer):
         self.first_at: float | None = None
         self.closing = threading.Event()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet about clients that hung up (a client's timeout ends the ``slow`` answers)."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
     def replan(self, plan: FaultPlan) -> None:
         """Fault by ``plan`` from now on, every body's attempts counted afresh (the same URL, so
         a rerun keeps its run key)."""
