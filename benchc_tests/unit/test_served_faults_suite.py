@@ -6,6 +6,7 @@ ends the run once with the infrastructure exit code (8), one error and the resum
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 
 from benchc.gates.states import EXIT_INFRA, EXIT_USAGE
+from benchc.suite import progress
 from benchc.testing.faults import FaultPlan, fault_server
 
 pytest_plugins = ["pytester"]
@@ -36,8 +38,8 @@ def project(pytester, tmp_path):
     proj = make_suite_project(pytester)
     proj.samples = samples
 
-    def suite(srv, results: str, *extra: str, args: str = FAST):
-        return proj.runpytest_inprocess(
+    def suite(srv, results: str, *extra: str, args: str = FAST, run=None):
+        return (run or proj.runpytest_inprocess)(
             "suite",
             f"--model=openai:faulty@{srv.base_url}",
             f"--model-args={args}",
@@ -115,41 +117,59 @@ def test_glitches_pass_with_the_baselines_bytes_and_a_route_mismatch_stops(
 
 
 @pytest.mark.parametrize(
-    ("plan", "said"),
+    ("plan", "said", "workers"),
     [
-        (FaultPlan("500", 1.0, repeat=None), "HTTP 500: "),
-        (FaultPlan("hang", 1.0, repeat=None, delay_s=20), "ReadTimeout"),
+        (FaultPlan("500", 1.0, repeat=None), "HTTP 500: ", 0),
+        (FaultPlan("hang", 1.0, repeat=None, delay_s=20), "ReadTimeout", 0),
+        pytest.param(  # multi-process, ~20 s: the slow line of .ci/run
+            FaultPlan("500", 1.0, repeat=None), "HTTP 500: ", 2, marks=pytest.mark.slow
+        ),
     ],
-    ids=["http-500", "never-answers"],
+    ids=["http-500", "never-answers", "http-500-xdist"],
 )
 def test_a_permanent_fault_ends_the_run_once_with_the_infrastructure_code(
-    project, plan, said
+    project, plan, said, workers, monkeypatch
 ) -> None:
     """Only the second sample's requests fail (its question): the run stops at the first case
     that meets it, prints one error naming server, status, sample, condition and attempts,
     and the resume command; no other case re-sends it; exit 8, never a regression's 1."""
     target = project.samples[1]
     plan = FaultPlan(**{**plan.__dict__, "only": target.question})
-    args = f"{FAST},retry_budget_s=0.6,timeout_s=0.5"
-    with fault_server(plan) as srv:
+    args = f"{FAST},retry_budget_s=0.6,timeout_s=0.5".replace("heartbeat_s=0", "heartbeat_s=0.2")
+    waiting = io.StringIO()
+    monkeypatch.setattr(progress, "STREAM", waiting)  # where liveness lines go, past capture
+    # under xdist a gate run (a recording refuses workers): its baseline recorded fault-free
+    mode = ("-n", str(workers)) if workers else ("--snapshot-update",)
+    run = project.runpytest_subprocess if workers else None
+    with fault_server(FaultPlan() if workers else plan) as srv:
+        if workers:
+            project.suite(srv, "base", "--snapshot-update", args=args).assert_outcomes(passed=14)
+            srv.replan(plan)
         began = time.monotonic()
-        result = project.suite(srv, "results", "--snapshot-update", args=args)
+        result = project.suite(srv, "results", *mode, args=args, run=run)
         took = time.monotonic() - began
         sent = srv.injected[plan.kind]
     out = result.stdout.str()
     assert result.ret == EXIT_INFRA, out
-    result.assert_outcomes(failed=1)
-    assert out.count("benchc: infrastructure error: ") == 1
+    if workers:  # each worker stops at its first case that met the fault
+        assert 1 <= result.parseoutcomes()["failed"] <= workers
+    else:
+        result.assert_outcomes(failed=1)
+    if plan.kind == "hang":  # never silent while it waits
+        assert "request(s) in flight, the oldest for" in waiting.getvalue()
+    assert out.count("benchc: infrastructure error: ") == 1, out
     result.stdout.fnmatch_lines(
         [
             f"benchc: infrastructure error: {srv.base_url}/chat/completions: {said}*while "
             f"computing sample '{target.id}' under clean, after * attempt(s)*(exit 8)",
-            "  resume (stored rows are kept): pytest *--model=openai:faulty@* --snapshot-update",
+            "  resume (stored rows are kept): pytest *--model=openai:faulty@*"
+            + ("" if workers else " --snapshot-update"),
         ]
     )
-    result.stdout.fnmatch_lines(["baseline faulty * is incomplete: 1 case(s) raised*"])
+    if not workers:
+        result.stdout.fnmatch_lines(["baseline faulty * is incomplete: 1 case(s) raised*"])
     assert "Traceback" not in out and "raise " not in out
     # the failing request's attempts (and at most one other request in flight beside it at
-    # concurrency 2): no later case re-sent it
-    assert sent == sum(srv.faulted.values()) and len(srv.faulted) <= 2
+    # concurrency 2, per worker): no later case re-sent it
+    assert sent == sum(srv.faulted.values()) and len(srv.faulted) <= 2 * max(1, workers)
     assert took < 30
