@@ -252,8 +252,11 @@ class OpenAIProxyBackend(Backend):
     e.g. for local servers). ``concurrency`` threads run queries in parallel, each over its own
     keep-alive connection, a batch's requests sent when it is prepared (:meth:`prepare`: the
     next batch's queue behind the one being collected); ``rate_limit`` caps request starts per
-    second across them; each request is retried ``max_retries`` times with exponential
-    backoff (or the server's ``Retry-After``) on network errors and retryable statuses.
+    second across them; a request is retried on network errors, retryable statuses and
+    answers that do not fit the route, for ``retry_budget_s`` (``timeout_s`` an attempt,
+    ``backoff_s`` doubling to ``max_backoff_s``, ``content_retries``, optional
+    ``max_retries``; :class:`~benchc.models.client.ChatClient`), and a fault that outlasts
+    them ends the run (:class:`~benchc.models.client.ServerFault`).
     Request seeds derive from ``seed`` and the query, so a deterministic server gives
     identical results on rerun. ``logprobs=False`` asks for samples only; ``extra_body`` is
     merged into every request (server-specific switches, e.g. ``transformers serve``'s
