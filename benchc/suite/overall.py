@@ -121,11 +121,11 @@ def _ends_the_run(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestR
     """An infrastructure fault or a route mismatch (:func:`benchc.suite.route.stopping_error`):
     the run stops here (no other case re-sends the request), the case's report is the one
     line, not a traceback, and the exit code is the verdict table's."""
+    if not (report.failed and call.excinfo and SESSION in item.config.stash):
+        return False  # loads nothing of the suite in a run that is not benchc's
     from benchc.suite.collect import is_suite_item
     from benchc.suite.route import stopping_error
 
-    if not (report.failed and call.excinfo and SESSION in item.config.stash):
-        return False
     stop = stopping_error(call.excinfo.value) if is_suite_item(item) else None
     if stop is None:
         return False
