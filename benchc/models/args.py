@@ -126,9 +126,23 @@ OPENAI_ARGS: dict[str, ArgSpec] = {
         _float(0.0, open_low=True), "backend", True, "sampling proxy temperature"
     ),
     "concurrency": ArgSpec(_int(1), "backend", False, "requests in flight"),
-    "max_retries": ArgSpec(_int(0), "backend", False, "retries per request"),
-    "backoff_s": ArgSpec(_float(0.0), "backend", False, "first retry delay (doubles)"),
-    "timeout_s": ArgSpec(_float(0.0, open_low=True), "backend", False, "request timeout"),
+    "max_retries": ArgSpec(
+        _int(0), "backend", False, "retries per request at most (default: retry_budget_s only)"
+    ),
+    "backoff_s": ArgSpec(_float(0.0), "backend", False, "first retry delay (doubles; 0.5)"),
+    "max_backoff_s": ArgSpec(_float(0.0), "backend", False, "longest retry delay (10)"),
+    "retry_budget_s": ArgSpec(
+        _float(0.0), "backend", False, "seconds a request keeps retrying transient faults (90)"
+    ),
+    "content_retries": ArgSpec(
+        _int(0), "backend", False, "re-asks of an answer that does not fit the route (3)"
+    ),
+    "timeout_s": ArgSpec(
+        _float(0.0, open_low=True), "backend", False, "one attempt's timeout (60)"
+    ),
+    "heartbeat_s": ArgSpec(
+        _float(0.0), "backend", False, "seconds between liveness lines while waiting (60; 0 off)"
+    ),
     "rate_limit": ArgSpec(
         _float(0.0, open_low=True), "backend", False, "max requests per second (all threads)"
     ),

@@ -17,8 +17,18 @@ took which path is counted in :attr:`OpenAIProxyBackend.path_counts`.
 VSI needs the full next-token distribution, which a server does not give; ``forward(top_k=k)``
 (k <= ``top_logprobs``) returns the served top-k instead, for VSI's documented top-k variant.
 
-Servers differ in what they give. The first query of a session is scored alone and settles
-what the server does with log-probs; fields a server rejects (``logprobs``, ``top_logprobs``,
+The route (log-probs or sampling) is decided once, before the first query is scored
+(:meth:`OpenAIProxyBackend.settle_route`): from ``logprobs=false``, else from a probe of the
+server (the first query's log-prob request, re-asked up to ``content_retries`` times when the
+answer has none: a server that never gives them, as ``transformers serve``, samples). A run
+never changes route on its own: on the log-prob route an answer without ``logprobs`` is a
+content fault, retried like a transient one, and a server that keeps answering without them
+ends the run (:class:`~benchc.models.client.ServerFault`). A top-k without every option letter
+is re-asked (up to ``content_retries`` times): the same answer twice in a row is the server's
+answer, and that query takes the §3 sampling proxy (counted, the same rule on both sides); an
+answer with every letter is used.
+
+Servers differ in what they give. Fields a server rejects (``logprobs``, ``top_logprobs``,
 ``n``, ``seed``, ``top_k``, ...) are dropped once and noted (:mod:`benchc.models.client`); a
 capped or ignored ``n`` is topped up with further requests; the sampling request states the
 parameters it relies on (``temperature``, ``top_p`` 1, no top-k cut) and replies that never
@@ -35,7 +45,7 @@ import math
 import threading
 import weakref
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +55,20 @@ import pybase64
 from PIL import Image
 
 from benchc.models.base import Backend, BatchOutput, Capabilities, Query
-from benchc.models.client import ChatClient, ProxyError, RateLimiter, Verbatim
+from benchc.models.client import (
+    DEFAULT_BACKOFF_S,
+    DEFAULT_CONTENT_RETRIES,
+    DEFAULT_HEARTBEAT_S,
+    DEFAULT_MAX_BACKOFF_S,
+    DEFAULT_RETRY_BUDGET_S,
+    DEFAULT_TIMEOUT_S,
+    ChatClient,
+    ContentFault,
+    ProxyError,
+    RateLimiter,
+    ServerFault,
+    Verbatim,
+)
 from benchc.models.parse import PARSER_VERSION, parse_letter
 from benchc.models.prompt import CHAT_VERSION, NO_THINKING, chat_messages, image_url_part
 from benchc.models.source import slug
@@ -132,6 +155,14 @@ PATH_LOGPROBS = "logprobs"
 PATH_NO_LOGPROBS = "sampling (server returned no logprobs)"
 PATH_OUTSIDE_TOPK = "sampling (a letter outside the top-k)"
 PATH_SAMPLING = "sampling (logprobs off)"
+
+#: The routes a run's option distributions take (``Capabilities.option_distribution``).
+ROUTE_LOGPROBS = "logprobs"
+ROUTE_SAMPLING = "sampling"
+#: Retry causes of answers that do not fit the log-prob route.
+NO_LOGPROBS = "content: no logprobs"
+NO_LETTER = "content: no option letter in the top-k"
+NO_CHOICES = "content: no choices"
 
 #: Spellings of a single-token letter variant as servers return token text (docs/spec.md §2).
 _VARIANT_PREFIXES = ("", " ", "\u2581", "\u0120")
@@ -221,8 +252,11 @@ class OpenAIProxyBackend(Backend):
     e.g. for local servers). ``concurrency`` threads run queries in parallel, each over its own
     keep-alive connection, a batch's requests sent when it is prepared (:meth:`prepare`: the
     next batch's queue behind the one being collected); ``rate_limit`` caps request starts per
-    second across them; each request is retried ``max_retries`` times with exponential
-    backoff (or the server's ``Retry-After``) on network errors and retryable statuses.
+    second across them; a request is retried on network errors, retryable statuses and
+    answers that do not fit the route, for ``retry_budget_s`` (``timeout_s`` an attempt,
+    ``backoff_s`` doubling to ``max_backoff_s``, ``content_retries``, optional
+    ``max_retries``; :class:`~benchc.models.client.ChatClient`), and a fault that outlasts
+    them ends the run (:class:`~benchc.models.client.ServerFault`).
     Request seeds derive from ``seed`` and the query, so a deterministic server gives
     identical results on rerun. ``logprobs=False`` asks for samples only; ``extra_body`` is
     merged into every request (server-specific switches, e.g. ``transformers serve``'s
@@ -240,9 +274,13 @@ class OpenAIProxyBackend(Backend):
         n_samples: int = PROXY_SAMPLES,
         temperature: float = PROXY_TEMPERATURE,
         concurrency: int = 4,
-        max_retries: int = 4,
-        backoff_s: float = 0.5,
-        timeout_s: float = 120.0,
+        max_retries: int | None = None,
+        backoff_s: float = DEFAULT_BACKOFF_S,
+        max_backoff_s: float = DEFAULT_MAX_BACKOFF_S,
+        retry_budget_s: float = DEFAULT_RETRY_BUDGET_S,
+        content_retries: int = DEFAULT_CONTENT_RETRIES,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        heartbeat_s: float = DEFAULT_HEARTBEAT_S,
         rate_limit: float | None = None,
         max_tokens: int = 16,
         extra_body: dict | None = None,
@@ -282,11 +320,16 @@ class OpenAIProxyBackend(Backend):
         self.batch_size = batch_size or max(16, 4 * concurrency)
         http = dict(api_key_env=api_key_env, concurrency=concurrency, max_retries=max_retries)
         http.update(backoff_s=backoff_s, timeout_s=timeout_s, rate_limit=rate_limit)
+        http.update(max_backoff_s=max_backoff_s, retry_budget_s=retry_budget_s)
+        http.update(content_retries=content_retries, heartbeat_s=heartbeat_s)
         self.client = ChatClient(self.base_urls, optional=OPTIONAL_FIELDS, **http)
         #: Queries scored per path (``PATH_*``), in this process.
         self.path_counts: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self._server_has_logprobs: bool | None = None  # settled by the session's first query
+        #: ``logprobs`` or ``sampling``: decided once (:meth:`settle_route`), never changed.
+        self.route: str | None = None if logprobs else ROUTE_SAMPLING
+        self._route_lock = threading.Lock()
+        self._probed: tuple[tuple, list] | None = None  # the probe's query and its top-k
         self._n_cap: int | None = None  # most choices the server returned for a larger n
         self._sampled = 0  # queries scored by sampling with N >= 2 replies
         self._spikes = 0  # ... of which every reply was the same text
@@ -309,8 +352,8 @@ class OpenAIProxyBackend(Backend):
 
     @property
     def capabilities(self) -> Capabilities:  # type: ignore[override]
-        """As configured, narrowed by what the session's first query learnt of the server."""
-        served = self.logprobs and self._server_has_logprobs is not False
+        """As configured, narrowed by the route the probe decided (:meth:`settle_route`)."""
+        served = self.logprobs and self.route != ROUTE_SAMPLING
         return Capabilities(
             white_box=False,
             option_distribution="logprobs" if served else "sampling",
@@ -323,11 +366,39 @@ class OpenAIProxyBackend(Backend):
         self, queries: Sequence[Query], *, distribution: bool = False, top_k: int | None = None
     ) -> BatchOutput:
         self._check_forward(queries, distribution, top_k)
-        rows: list[dict] = []
-        if self._server_has_logprobs is None and self.logprobs:
-            rows.append(self._score(queries[0]))  # alone: it settles what the server gives
-        rows.extend(self._map(self._score, queries[len(rows) :]))
-        return self._output(queries, rows, top_k)
+        self.settle_route(queries[0])
+        return self._output(queries, self._map(self._score, queries), top_k)
+
+    def settle_route(self, query: Query) -> str:
+        """The run's route, decided once before any query is scored: ``sampling`` under
+        ``logprobs=false``; else ``logprobs`` when ``query``'s log-prob request is answered
+        with log-probs within ``content_retries`` re-asks, ``sampling`` when it never is (a
+        server that serves none). Never changed afterwards."""
+        with self._route_lock:
+            if self.route is None:
+                self.route = ROUTE_LOGPROBS if self._probe(query) else ROUTE_SAMPLING
+            return self.route
+
+    def _probe(self, query: Query) -> bool:
+        """Whether the server gives log-probs: ``query``'s log-prob request, re-asked while
+        the answer has none (a glitch) and differs from the one before (the same answer twice
+        is the server's); the answer is kept for scoring ``query``."""
+        before = None
+        for attempt in range(self.client.content_retries + 1):
+            answer = self._post(self._top_body(query), query)
+            pairs = _top_pairs(answer)
+            if pairs is not None:
+                self._probed = (self._probe_key(query), pairs)
+                return True
+            choices = answer.get("choices") if isinstance(answer, dict) else answer
+            if attempt == self.client.content_retries or choices == before:
+                return False
+            before = choices
+            self.client.count_retry(NO_LOGPROBS)
+        return False
+
+    def _probe_key(self, query: Query) -> tuple:
+        return (self._seed(query, -1), query.id)
 
     def prepare(self, queries: Sequence[Query]) -> Any:
         """Send the batch's requests now: they queue on the ``concurrency`` connections behind
@@ -337,7 +408,7 @@ class OpenAIProxyBackend(Backend):
         session's first answer settles what the server gives, and at ``concurrency=1``, the
         batch is sent by :meth:`forward_prepared`, as :meth:`forward` sends it. The rows, and
         so every number, are the same either way: each request depends on its query alone."""
-        unsettled = self.logprobs and self._server_has_logprobs is None
+        unsettled = self.route is None
         if not queries or self.concurrency == 1 or unsettled:
             return list(queries)
         pool = self._http_pool()
@@ -413,8 +484,10 @@ class OpenAIProxyBackend(Backend):
                 f"{where}: the server returns at most {self._n_cap} choice(s) per request; "
                 f"the {self.n_samples} samples of a query take several requests"
             )
-        if self.client.throttled:
-            out.append(f"{where}: {self.client.throttled} request(s) throttled (Retry-After)")
+        if self.client.retry_causes:
+            causes = sorted(self.client.retry_causes.items(), key=lambda kv: (-kv[1], kv[0]))
+            parts = ", ".join(f"{n} {cause}" for cause, n in causes)
+            out.append(f"{where}: retries by cause: {parts}")
         if len(self.base_urls) > 1 and (self.client.answered or self.client.retried):
             per = "; ".join(
                 f"{url.removesuffix('/chat/completions')} {self.client.answered[url]} answered, "
@@ -438,26 +511,36 @@ class OpenAIProxyBackend(Backend):
 
     # ------------------------------------------------------------------------ per query
     def _score(self, query: Query) -> dict:
-        """One query's option logits (and its top-k when served), by the first path that works."""
+        """One query's option logits (and its top-k on the log-prob route), on the run's route;
+        on that route a top-k without every letter takes the sampling proxy (docs/spec.md §3)."""
         k = len(query.options)
         row: dict = {}
-        if not self.logprobs:
-            path = PATH_SAMPLING
-        elif self._server_has_logprobs is False:
-            path = PATH_NO_LOGPROBS
+        route = self.settle_route(query)
+        if route == ROUTE_SAMPLING:
+            path = PATH_SAMPLING if not self.logprobs else PATH_NO_LOGPROBS
         else:
-            top = self.top_tokens(query)
-            if self._server_has_logprobs is None:
-                self._server_has_logprobs = top is not None
+            key, top = self._probe_key(query), None
+            with self._lock:
+                if self._probed is not None and self._probed[0] == key:
+                    top, self._probed = self._probed[1], None  # the probe's: not asked twice
             if top is None:
-                path = PATH_NO_LOGPROBS
-            else:
-                row["top"] = top
-                letters = letter_logprobs(top, k)
-                path = PATH_LOGPROBS if np.isfinite(letters).all() else PATH_OUTSIDE_TOPK
-                if path == PATH_LOGPROBS:
-                    row["option_logits"] = letters
-                    row["option_mass"] = float(np.exp(letters).sum())
+                top = self.top_tokens(query)
+            letters = letter_logprobs(top, k)
+            for _ in range(self.client.content_retries):
+                if np.isfinite(letters).all():
+                    break
+                # re-asked: the same answer again is the server's, not a glitch
+                self.client.count_retry(NO_LETTER)
+                again = self.top_tokens(query)
+                same = again == top
+                top, letters = again, letter_logprobs(again, k)
+                if same:
+                    break
+            row["top"] = top
+            path = PATH_LOGPROBS if np.isfinite(letters).all() else PATH_OUTSIDE_TOPK
+            if path == PATH_LOGPROBS:
+                row["option_logits"] = letters
+                row["option_mass"] = float(np.exp(letters).sum())
         if path != PATH_LOGPROBS:
             row.update(self._sampled_row(query))
         with self._lock:
@@ -488,27 +571,25 @@ class OpenAIProxyBackend(Backend):
             "unparsed": unparsed,
         }
 
-    def top_tokens(self, query: Query) -> list[tuple[str, float]] | None:
-        """The served top-k (token text, log-prob) of the first answer token, best first;
-        None when the server returns no log-probs."""
+    def top_tokens(self, query: Query) -> list[tuple[str, float]]:
+        """The served top-k (token text, log-prob) of the first answer token, best first. An
+        answer without log-probs is a content fault (retried; :class:`ServerFault` when the
+        server keeps answering without them: the run's route is never changed)."""
+
+        def check(answer: Any) -> list[tuple[str, float]]:
+            pairs = _top_pairs(answer)
+            if pairs is None:
+                raise ContentFault(NO_LOGPROBS, f"answer: {str(answer)[:200]}")
+            return pairs
+
+        return self._post(self._top_body(query), query, check)
+
+    def _top_body(self, query: Query) -> dict:
         body = self.request_body(query, 1, self._seed(query, -1))
         body.update(temperature=0.0, max_tokens=1, logprobs=True, top_logprobs=self.top_logprobs)
         for field in ("top_p", "top_k"):
             body.pop(field, None)
-        answer = self._post(body, query)
-        try:
-            content = answer["choices"][0]["logprobs"]["content"]
-            top = content[0]["top_logprobs"]
-            pairs = [(str(t["token"]), float(t["logprob"])) for t in top]
-        except (KeyError, IndexError, TypeError, ValueError):
-            return None
-        if not pairs or not all(math.isfinite(lp) for _, lp in pairs):
-            return None
-        # Servers name tokens by text: tokens with the same text are one outcome here.
-        merged: dict[str, float] = {}
-        for token, lp in pairs:
-            merged[token] = float(np.logaddexp(merged[token], lp)) if token in merged else lp
-        return sorted(merged.items(), key=lambda p: (-p[1], p[0]))
+        return body
 
     # ------------------------------------------------------------------------ requests
     def messages(self, query: Query) -> list[dict]:
@@ -541,13 +622,18 @@ class OpenAIProxyBackend(Backend):
             body["temperature"] = temperature
         return self._post(body, query)
 
-    def _post(self, body: dict, query: Query) -> dict:
-        """One request; the first answer's model id and system fingerprint are kept
+    def _post(self, body: dict, query: Query, check: Callable[[Any], Any] | None = None) -> Any:
+        """One request through the client (``check``: the route's answer check, retried like a
+        transient fault); the first answer's model id and system fingerprint are kept
         (:attr:`served`: what the server says it runs, recorded in a baseline's identity)."""
-        answer = self.client.post(body, _what(query))
-        if getattr(self, "served", None) is None and isinstance(answer, dict):
-            self.served = {k: answer[k] for k in ("model", "system_fingerprint") if answer.get(k)}
-        return answer
+
+        def keep(answer: Any) -> Any:
+            if getattr(self, "served", None) is None and isinstance(answer, dict):
+                self.served = {k: answer[k] for k in ("model", "system_fingerprint")
+                               if answer.get(k)}  # fmt: skip
+            return check(answer) if check is not None else answer
+
+        return self.client.post(body, _what(query), keep)
 
     def sample_replies(self, query: Query) -> list[str]:
         """N reply texts, asking for all N at once and topping up with fresh seeds while the
@@ -559,9 +645,7 @@ class OpenAIProxyBackend(Backend):
                 break
             ask = min(want, self._n_cap or want)
             body = self.request_body(query, ask, self._seed(query, attempt))
-            texts = _choice_texts(self._post(body, query), query)
-            if not texts:
-                raise ProxyError(f"{self.base_url} returned no choices for {_what(query)}")
+            texts = self._post(body, query, _choice_texts)
             if len(texts) < ask and "n" not in self.client.dropped:
                 with self._lock:
                     self._n_cap = min(self._n_cap or ask, len(texts))
@@ -610,18 +694,46 @@ def _batch_output(queries: Sequence[Query], rows: Sequence[dict], top_k: int | N
     return BatchOutput(**out)
 
 
-def _choice_texts(answer: dict, query: Query) -> list[str]:
+def _choice_texts(answer: Any) -> list[str]:
+    """The reply texts of a sampling answer; a content fault when it has none."""
     try:
-        choices = answer["choices"]
-        return [str(c["message"]["content"] or "") for c in choices]
-    except (KeyError, TypeError) as err:
-        raise ProxyError(
-            f"malformed chat-completions reply for {_what(query)}: {str(answer)[:300]}"
-        ) from err
+        texts = [str(c["message"]["content"] or "") for c in answer["choices"]]
+    except (KeyError, TypeError, IndexError) as err:
+        raise ContentFault(NO_CHOICES, f"malformed answer: {str(answer)[:200]}") from err
+    if not texts:
+        raise ContentFault(NO_CHOICES, f"answer: {str(answer)[:200]}")
+    return texts
+
+
+def _top_pairs(answer: Any) -> list[tuple[str, float]] | None:
+    """The first answer token's top-k (token, log-prob) pairs, tokens of one text merged, best
+    first; None when the answer carries no (finite) log-probs."""
+    try:
+        content = answer["choices"][0]["logprobs"]["content"]
+        top = content[0]["top_logprobs"]
+        pairs = [(str(t["token"]), float(t["logprob"])) for t in top]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    if not pairs or not all(math.isfinite(lp) for _, lp in pairs):
+        return None
+    # Servers name tokens by text: tokens with the same text are one outcome here.
+    merged: dict[str, float] = {}
+    for token, lp in pairs:
+        merged[token] = float(np.logaddexp(merged[token], lp)) if token in merged else lp
+    return sorted(merged.items(), key=lambda p: (-p[1], p[0]))
 
 
 def _what(query: Query) -> str:
     return f"sample {query.id!r}" if query.id is not None else "query"
 
 
-__all__ = ["OpenAIProxyBackend", "ProxyError", "RateLimiter", "image_data_url", "jeffreys"]
+__all__ = [
+    "ROUTE_LOGPROBS",
+    "ROUTE_SAMPLING",
+    "OpenAIProxyBackend",
+    "ProxyError",
+    "RateLimiter",
+    "ServerFault",
+    "image_data_url",
+    "jeffreys",
+]

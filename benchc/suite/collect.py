@@ -180,6 +180,10 @@ def _load(config: pytest.Config, items: list[pytest.Item], state: SuiteSession) 
         state.check_model_inputs()
         if state.cfg.baseline is None:  # the model's own name: known once it loaded
             check_baseline(state, **check)
+        if not check["update"]:  # checked against the run's route before its first query
+            from benchc.gates.baselines import read_manifest
+
+            state.expected_route = read_manifest(state.baseline.folder).get("option_access")
         drop_skipped_sample_cases(config, items, state)
         if any("benchc_vsi_figure" in _params(i) for i in items):
             _ = state.vsi_run  # the VSI gates' dataset: its errors come before any case too

@@ -44,3 +44,5 @@ BASELINE = pytest.StashKey[str]()
 PROBLEMS = pytest.StashKey[list]()
 #: The run's "changed since baseline" (:func:`benchc.gates.changes.baseline_changes`).
 CHANGES = pytest.StashKey[dict]()
+#: (exit code, one-line message) of the fault that ended the run once (:mod:`benchc.suite.route`).
+STOPPED = pytest.StashKey[list]()

@@ -26,6 +26,7 @@ from benchc.suite.keys import (
     PROGRESS,
     RUN_DIRS,
     SESSION,
+    STOPPED,
     SUITE_PROPERTY,
     VERDICTS,
 )
@@ -77,7 +78,7 @@ def _ending(session: pytest.Session) -> tuple[str | None, bool]:
     if session.exitstatus == pytest.ExitCode.INTERRUPTED:
         return f"interrupted by the user after {finished} of {selected} gated case(s)", True
     stop = session.shouldfail or session.shouldstop
-    if stop and config.stash.get(INFRA, None) is None:
+    if stop and config.stash.get(INFRA, None) is None and not config.stash.get(STOPPED, None):
         return f"stopped early ({stop}) after {finished} of {selected} gated case(s)", False
     if selected and finished < selected:
         return f"{selected - finished} of {selected} gated case(s) did not run", False
@@ -88,6 +89,7 @@ def session_overall(session: pytest.Session) -> Overall | None:
     """The run's verdict from the engine; None when the run gated nothing, raised nothing and
     finished (a recording that recorded every case)."""
     from benchc.gates.engine import recording_verdict, run_verdict
+    from benchc.gates.states import EXIT_INFRA
     from benchc.gates.verdict import Progress
     from benchc.suite.messages import command
 
@@ -97,6 +99,11 @@ def session_overall(session: pytest.Session) -> Overall | None:
     errored = config.stash.get(ERRORED, [])
     problems = config.stash.get(PROBLEMS, [])
     infra, (ending, by_user) = config.stash.get(INFRA, None), _ending(session)
+    stopped = config.stash.get(STOPPED, None)  # a fault that ended the run once
+    if stopped and stopped[0] == EXIT_INFRA:
+        infra = infra or stopped[1]
+    elif stopped:  # the route refused before the first query: the usage state
+        problems = [*problems, {"case": "the run", "error": stopped[1].splitlines()[0]}]
     recording = bool(config.getoption("update_snapshots", False))
     if not records and not errored and not problems and infra is None and ending is None:
         return None
@@ -119,6 +126,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
     config = item.config
+    if _ends_the_run(item, call, report):
+        return
     if (
         not report.failed
         or call.excinfo is None
@@ -129,16 +138,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         return
     if call.excinfo.errisinstance(pytest.fail.Exception):
         _case_problem(item, str(call.excinfo.value))
-        return
-    from benchc.errors import InfrastructureError
-
-    exc = call.excinfo.value
-    while exc is not None and not isinstance(exc, InfrastructureError):
-        exc = exc.__cause__ or exc.__context__
-    if isinstance(exc, InfrastructureError):
-        config.stash[INFRA] = str(exc)
-        item.session.shouldstop = f"a fault outside the model: {exc}"
-        report.longrepr = f"{type(exc).__name__}: {exc}"  # one paragraph, no traceback
         return
     first = str(call.excinfo.value).strip().splitlines()
     error = f"{call.excinfo.typename}: {first[0] if first else ''}".rstrip(": ")
@@ -224,3 +223,49 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if session.exitstatus == pytest.ExitCode.INTERRUPTED or config.stash.get(OTHER_FAILED, 0):
         return  # pytest's own status: a test outside the suite failed, or Ctrl-C
     session.exitstatus = overall.exit_code
+
+
+# -- a fault that ends the run once: its stop, one line, and the verdict's infra or usage state
+def _ends_the_run(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> bool:
+    """An infrastructure fault or a route mismatch (:func:`benchc.suite.route.stopping_error`):
+    the run stops here (no other case re-sends the request), the case's report is the one
+    line, not a traceback, and the exit code is the verdict table's."""
+    if not (report.failed and call.excinfo and SESSION in item.config.stash):
+        return False  # loads nothing of the suite in a run that is not benchc's
+    from benchc.suite.collect import is_suite_item
+    from benchc.suite.route import stopping_error
+
+    stop = stopping_error(call.excinfo.value) if is_suite_item(item) else None
+    if stop is None:
+        return False
+    report.longrepr = stop[1]
+    item.session.shouldstop = stop[1].splitlines()[0][:200]
+    item.config.stash.setdefault(STOPPED, list(stop))
+    workeroutput = getattr(item.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["benchc_stopped"] = list(stop)
+    # a recording still says which cases recorded nothing (its baseline is incomplete)
+    return not item.config.getoption("update_snapshots", False)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """xdist: a worker's fault that ended the run reaches the controller's exit code."""
+    stop = getattr(node, "workeroutput", {}).get("benchc_stopped")
+    if stop:
+        node.config.stash.setdefault(STOPPED, stop)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    """The one error, once, with the command that resumes the run (its stored rows are kept)."""
+    stop = config.stash.get(STOPPED, None)
+    if not stop or SESSION not in config.stash:
+        return
+    from benchc.suite.messages import command
+
+    update = bool(config.getoption("update_snapshots", False))
+    terminalreporter.write_line(f"benchc: {stop[1]} (exit {stop[0]})", red=True, bold=True)
+    terminalreporter.write_line(
+        f"  resume (stored rows are kept): {command(config.stash[SESSION].cfg, update=update)}"
+    )

@@ -4,7 +4,8 @@ Written at the end of ``--snapshot-update``: the model, dataset (with ``--datase
 set as given (so a gate
 run's message can print the command that re-records the baseline from the released checkpoint),
 the output-changing model arguments (checked before a gate run), and the environment
-(:func:`benchc.provenance.environment`: a baseline recorded elsewhere gets one line), and the
+(:func:`benchc.provenance.environment`: a baseline recorded elsewhere gets one line), the
+route its answers were scored by (``option_access``: :mod:`benchc.suite.route`), and the
 files benchc wrote there (``files``: the snapshots and their evidence sidecars), the marker by
 which a later re-record knows what it may delete (:func:`benchc.gates.sidecar.sweep_unreferenced`),
 and the checkpoint's identity (``identity``: :func:`benchc.models.identity.checkpoint_identity`),
@@ -49,6 +50,8 @@ def baseline_manifest(state: SuiteSession) -> dict[str, Any]:
         "vsi_dataset": portable(cfg.resolved_vsi_dataset()),
         "environment": provenance.environment(state.backend),
         "identity": checkpoint_identity(state.backend, portable(cfg.model)),
+        # how its answers were scored: a gate run is checked against it before its first query
+        "option_access": state.backend.capabilities.option_distribution,
     }
 
 

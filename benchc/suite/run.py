@@ -39,6 +39,7 @@ from benchc.corruptions.cache import PreparedKey
 from benchc.corruptions.vsi import Region
 from benchc.data.images import prepare
 from benchc.data.sample import Dataset
+from benchc.errors import InfrastructureError
 from benchc.fsutil import slug
 from benchc.metrics import GridMetrics, compute_grid
 from benchc.metrics.options import require_answered
@@ -111,8 +112,24 @@ class SuiteRun:
         index, count = xdist_workers() if (cfg.worker_id or "").startswith("gw") else (None, 0)
         self.share_as = (index or 0, count)
         self._progress: Any = None
+        self._route_state(backend)
         if record:
             self._write_samples()
+
+    def _route_state(self, backend: Backend) -> None:
+        """How answers are scored (a served backend's route) and the served client's liveness
+        lines: :mod:`benchc.suite.route`."""
+        #: The baseline's recorded route (``option_access``), None when there is none to check
+        #: (a recording; a baseline recorded before routes were): set by the session.
+        self.baseline_route: Callable[[], str | None] = lambda: None
+        self._route: str | None = None
+        #: Set when stored rows of another route were dropped (the summary's line).
+        self.route_note: str | None = None
+        client = getattr(backend, "client", None)
+        if client is not None and hasattr(client, "notify"):
+            from benchc.suite.progress import terminal_writer
+
+            client.notify = terminal_writer(None)  # liveness lines past pytest's capture
 
     def _own_key(self, device_class: str | None) -> RunKey:
         """This process's run key: the model, the dataset and every setting that changes the
@@ -190,6 +207,47 @@ class SuiteRun:
         if meta.get("option_access") != access:
             kept = {k: meta[k] for k in MANIFEST_KEPT if k in meta}
             self.store.write_manifest({**kept, "option_access": access})
+
+    def settle_route(self) -> str:
+        """The run's route, decided once before its first query (a served backend probes the
+        server: :meth:`benchc.models.proxy.OpenAIProxyBackend.settle_route`), checked against
+        the baseline's (:class:`benchc.suite.route.RouteMismatch`); stored rows of another
+        route (written by a run that changed route on a glitch) are dropped to be recomputed,
+        so a rerun never keeps them."""
+        if self._route is not None:
+            return self._route
+        from benchc.suite.route import check_route
+
+        try:
+            stored = self.store.manifest().get("option_access")
+        except StoreError:
+            stored = None
+        settle = getattr(self.backend, "settle_route", None)
+        if settle is not None and len(self.dataset):
+            image = self._originals[0]
+            route = settle(self._queries([image], 0)[0])
+        else:  # a stand-in for a stored run (--from-store, Ray): the route it recorded
+            route = stored or self.backend.capabilities.option_distribution
+        check_route(self.baseline_route(), route)
+        if stored is not None and stored != route and self.store.read_only is None:
+            self._drop_stored(stored, route)
+        self._route = route
+        return route
+
+    def _drop_stored(self, stored: str, route: str) -> None:
+        import shutil
+
+        names = [n for n in self.store.names() if n != SAMPLES]
+        for name in names:
+            self.store.path(name).unlink(missing_ok=True)
+        shutil.rmtree(self.store.run_dir / ".parts", ignore_errors=True)
+        meta = self.store.manifest()
+        kept = {k: meta[k] for k in MANIFEST_KEPT if k in meta}
+        self.store.write_manifest({**kept, "option_access": route})
+        self.route_note = (
+            f"{len(names)} stored entr(ies) of {self.store.run_dir} were scored by {stored}, "
+            f"this run's route is {route}: dropped and recomputed"
+        )
 
     @property
     def ids(self) -> list[str]:
@@ -279,6 +337,17 @@ class SuiteRun:
         :attr:`vsi_name`), exactly as stored. Every executor calls this one function -- this
         process's own loop, an xdist worker, a Ray actor (:mod:`benchc.engine.ray`) -- so a
         chunk's bytes do not depend on who computed it."""
+        try:
+            return self._compute_chunk(name, start, stop)
+        except InfrastructureError as err:
+            if err.item is None or f" under {name}" in err.item:
+                raise
+            raise InfrastructureError(
+                err.where, err.what, item=f"{err.item} under {name}", attempts=err.attempts,
+                hint=err.hint,
+            ) from err  # fmt: skip
+
+    def _compute_chunk(self, name: str, start: int, stop: int) -> dict[str, np.ndarray]:
         if name == self.vsi_name:
             from benchc.suite.vsi import compute_vsi_batch
 
@@ -309,6 +378,7 @@ class SuiteRun:
         workers that need it (:mod:`benchc.suite.share`) instead of waiting for one of them."""
         from benchc.suite.outputs import stop_when_refused
 
+        self.settle_route()
         n = len(self.dataset)
         worker, workers = self.share_as
         with stop_when_refused(self.cfg):  # a full disk: one line, not a traceback per case
@@ -369,6 +439,7 @@ class SuiteRun:
         line (queries scored by this process, when any)."""
         repaired = self.store.repair_note()
         out = [repaired] if repaired else []
+        out += [self.route_note] if self.route_note else []
         if not self.scored_queries or self.scoring_s <= 0:
             return out
         rate = self.scored_queries / self.scoring_s

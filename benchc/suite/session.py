@@ -169,11 +169,14 @@ class SuiteSession:
     device_class: str | None = None
     #: Whether the runs write their sample table and manifest (an actor, --from-store: no).
     record: bool = True
+    #: The route the baseline recorded (``option_access``), checked before the first query;
+    #: None when recording, or when the baseline recorded none.
+    expected_route: str | None = None
 
     def _run_of(self, cfg: SuiteConfig, dataset: Dataset) -> SuiteRun:
         from benchc.suite.run import SuiteRun, default_corruption_workers
 
-        return SuiteRun(
+        run = SuiteRun(
             cfg,
             dataset,
             self.backend,
@@ -182,6 +185,8 @@ class SuiteSession:
             device_class=self.device_class,
             record=self.record,
         )
+        run.baseline_route = lambda: self.expected_route
+        return run
 
     @property
     def dataset(self) -> Dataset:

@@ -25,13 +25,13 @@ def _first_retry_delays(seed: int, monkeypatch: pytest.MonkeyPatch) -> list[floa
     delays: list[float] = []
     guard = threading.Lock()
 
-    def send(body, what, attempt, first=0):
+    def send(body, url):
         with guard:
             me = threading.current_thread().name  # unique per thread (idents are reused)
             if me in answered:
-                return 200, {"ok": True}, httpx.Headers()
+                return 200, {"ok": True}, httpx.Headers(), None
             answered.add(me)
-            return 503, {"error": "busy"}, httpx.Headers()
+            return 503, {"error": "busy"}, httpx.Headers(), None
 
     def sleep(seconds: float) -> None:
         with guard:

@@ -189,11 +189,15 @@ def test_gives_up_after_retries_and_does_not_retry_client_errors(flaky) -> None:
     proxy = OpenAIProxyBackend(
         "m", _url(flaky), n_samples=2, max_retries=2, backoff_s=0.01, logprobs=False
     )
-    with pytest.raises(ProxyError, match=r"sample 'q7' after 3 attempts"):
+    with pytest.raises(ProxyError, match=r"sample 'q7', after 3 attempt\(s\)"):
         proxy.forward([_query()])
     assert flaky.calls == 3
+    with pytest.raises(ProxyError, match=r"sample 'q7', after 3 attempt\(s\)"):
+        proxy.forward([_query()])  # the permanent fault is kept: nothing is re-sent
+    assert flaky.calls == 3
     flaky.calls, flaky.status = 0, 401
-    with pytest.raises(ProxyError, match=r"answered 401 for sample 'q7'"):
+    proxy = OpenAIProxyBackend("m", _url(flaky), n_samples=2, backoff_s=0.01, logprobs=False)
+    with pytest.raises(ProxyError, match=r"HTTP 401: .*sample 'q7', after 1 attempt"):
         proxy.forward([_query()])
     assert flaky.calls == 1
 
@@ -340,13 +344,15 @@ def test_served_top20_estimate_ranks_samples_as_the_white_box_top20(server) -> N
 
 
 def test_server_without_logprobs_falls_back_to_sampling_per_query(flaky) -> None:
-    """The flaky server answers "B" without log-probs: the first query learns that (one extra
-    request), every query is scored by the sampling proxy, and the counts say so."""
+    """The flaky server answers "B" without log-probs: the route probe learns that (two extra
+    requests: the same answer re-asked is the server's, not a glitch), every query is scored by
+    the sampling proxy, and the counts say so."""
     proxy = OpenAIProxyBackend("m", _url(flaky), n_samples=5, concurrency=1)
     out = proxy.forward([_query(), _query()])
     np.testing.assert_array_equal(out.letter_counts, [[0, 5, 0, 0], [0, 5, 0, 0]])
     assert proxy.path_counts == {PATH_NO_LOGPROBS: 2}
-    assert flaky.calls == 1 + 2  # one logprobs request, then one sampling request per query
+    assert flaky.calls == 2 + 2  # two logprobs requests, then one sampling request per query
+    assert proxy.client.retry_causes == {"content: no logprobs": 1}
     with pytest.raises(NotImplementedError, match="returned no top_logprobs"):
         OpenAIProxyBackend("m", _url(flaky)).forward([_query()], top_k=5)
 
