@@ -46,3 +46,5 @@ PROBLEMS = pytest.StashKey[list]()
 CHANGES = pytest.StashKey[dict]()
 #: (exit code, one-line message) of the fault that ended the run once (:mod:`benchc.suite.route`).
 STOPPED = pytest.StashKey[list]()
+#: Set when the user interrupted the run (Ctrl-C), not a fault or pytest's ``-x``.
+USER_STOP = pytest.StashKey[bool]()

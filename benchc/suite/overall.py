@@ -28,6 +28,7 @@ from benchc.suite.keys import (
     SESSION,
     STOPPED,
     SUITE_PROPERTY,
+    USER_STOP,
     VERDICTS,
 )
 
@@ -75,10 +76,12 @@ def _ending(session: pytest.Session) -> tuple[str | None, bool]:
     stopped it (Ctrl-C) rather than pytest (``-x``, ``--maxfail``)."""
     config = session.config
     finished, selected = config.stash.get(PROGRESS, (0, 0))
-    if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+    if config.stash.get(USER_STOP, False):
         return f"interrupted by the user after {finished} of {selected} gated case(s)", True
+    if config.stash.get(INFRA, None) is not None or config.stash.get(STOPPED, None):
+        return None, False  # a fault ended it: the verdict's infra (or usage) state says so
     stop = session.shouldfail or session.shouldstop
-    if stop and config.stash.get(INFRA, None) is None and not config.stash.get(STOPPED, None):
+    if stop:
         return f"stopped early ({stop}) after {finished} of {selected} gated case(s)", False
     if selected and finished < selected:
         return f"{selected - finished} of {selected} gated case(s) did not run", False
@@ -94,6 +97,8 @@ def session_overall(session: pytest.Session) -> Overall | None:
     from benchc.suite.messages import command
 
     config = session.config
+    if config.option.collectonly:  # nothing was meant to run: no verdict
+        return None
     state: SuiteSession = config.stash[SESSION]
     records = [v for v in config.stash.get(VERDICTS, []) if v.get("status") != "recorded"]
     errored = config.stash.get(ERRORED, [])
@@ -187,6 +192,8 @@ class ProgressCounter:
 
         if getattr(excinfo.value, "returncode", None) == EXIT_INFRA:
             self.config.stash[INFRA] = str(getattr(excinfo.value, "msg", excinfo.value))
+        elif type(excinfo.value) is KeyboardInterrupt:  # not pytest's or xdist's Interrupted
+            self.config.stash[USER_STOP] = True
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         stash = self.config.stash
@@ -220,8 +227,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         for name, value in suite_properties(overall):
             record(name, value)  # type: ignore[operator]
-    if session.exitstatus == pytest.ExitCode.INTERRUPTED or config.stash.get(OTHER_FAILED, 0):
-        return  # pytest's own status: a test outside the suite failed, or Ctrl-C
+    if config.stash.get(OTHER_FAILED, 0):
+        return  # pytest's own status: a test outside the suite failed
     session.exitstatus = overall.exit_code
 
 
