@@ -334,7 +334,7 @@ def _push(argv: Sequence[str]) -> int:
 
 
 def _plan(argv: Sequence[str]) -> int:
-    from benchc.gates.plan import Grid, PlanError, parse_targets, plan, text_table
+    from benchc.gates.plan import Grid, PlanError, parse_targets, plan, schedule, text_table
     from benchc.suite.options import OPTIONS, ConfigError
 
     parser = Parser(
@@ -370,6 +370,11 @@ def _plan(argv: Sequence[str]) -> int:
     print(f"baseline {args.baseline}: minimal detectable regression of each gate (one-directional)")
     print(f"for a gate run on {grid.describe(rows)}")
     print(text_table(rows))
+    from benchc.gates.baselines import locate
+
+    total = locate(args.baseline).recorded_n()
+    for line in schedule(rows, grid, given["false_alarm_budget"], total):
+        print(line)
     if args.json is not None:
         import json
 

@@ -128,9 +128,22 @@ def pytest_collection_modifyitems(
     state = _session(config)
     from benchc.gates.budget import ErrorBudget
 
+    cfg = state.cfg
     config.stash[BUDGET] = ErrorBudget(
-        state.cfg.false_alarm_budget, _gate_counts(items), looks=state.cfg.looks
-    )
+        cfg.false_alarm_budget, _gate_counts(items), looks=cfg.looks, look=cfg.look,
+        fractions=_fractions(state) if cfg.looks > 1 else None,
+    )  # fmt: skip
+
+
+def _fractions(state: SuiteSession) -> tuple[float, ...]:
+    """A sequential gate's information at each look: this look's ``--limit`` of the samples
+    the baseline was recorded on (:func:`benchc.gates.budget.look_fractions`)."""
+    from benchc.gates.budget import look_fractions
+
+    cfg = state.cfg
+    total = state.baseline.recorded_n() or len(state.dataset)
+    n = min(cfg.limit or total, total)
+    return look_fractions(n, total, cfg.looks, cfg.look)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker sends its collection to the controller
@@ -209,8 +222,9 @@ def _engine(config: pytest.Config, state: SuiteSession):
 
         cfg = state.cfg
         budget = config.stash.get(BUDGET, None) or ErrorBudget(
-            cfg.false_alarm_budget, looks=cfg.looks
-        )
+            cfg.false_alarm_budget, looks=cfg.looks, look=cfg.look,
+            fractions=_fractions(state) if cfg.looks > 1 else None,
+        )  # fmt: skip
         config.stash[ENGINE] = engine_for(cfg, state.baseline, budget, config)
     return config.stash[ENGINE]
 

@@ -79,6 +79,18 @@ class BaselineRef:
         legacy = self.folder / f"{LEGACY_PREFIX}{own.name}"
         return legacy if legacy.is_file() and not own.is_file() else own
 
+    def recorded_n(self) -> int | None:
+        """The samples the baseline was recorded on (a model-level snapshot's ``n``): the
+        whole dataset a sequential gate's looks take their samples from."""
+        for path in snapshot_files(self.folder):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict) and data.get("level") == "model" and data.get("n"):
+                return int(data["n"])
+        return None
+
     def legacy_snapshot(self, level: str, name: str) -> Path:
         """The file a recording before gate-named snapshots wrote for this case."""
         return self.folder / f"{LEGACY_PREFIX}{snapshot_stem(level, name)}.json"

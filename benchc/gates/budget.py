@@ -17,9 +17,11 @@ snapshot may still fix its own ``z``.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from scipy.special import ndtri
@@ -59,16 +61,38 @@ def payload_cases(payloads: Iterable[Payload]) -> list[Case]:
     ]
 
 
+def look_fractions(n: int, total: int, looks: int, look: int) -> tuple[float, ...]:
+    """The information fraction of each look of a sequential gate at look ``look`` on ``n`` of
+    the baseline's ``total`` samples: the looks' sizes are fixed before look 1 (``ceil(j total /
+    looks)``), the current look's is the samples it actually used; where those would not grow,
+    the earlier looks are taken as even steps up to it."""
+    total = max(1, total)
+    planned = [math.ceil(j * total / looks) / total for j in range(1, looks + 1)]
+    current = min(1.0, max(1, n) / total)
+    out = [*planned[: look - 1], current, *planned[look:]]
+    if any(b <= a for a, b in pairwise(out[:look])):
+        out[:look] = [current * j / look for j in range(1, look + 1)]
+    for j in range(look, looks):  # later looks never before this one
+        out[j] = max(out[j], out[j - 1] + 1e-9 * (j + 1))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class ErrorBudget:
     """``alpha``: the run's false-alarm budget; ``gates``: how many gates of each level run;
-    ``looks``: the looks of a sequential gate (``--looks``) the budget is spent over, evenly
-    (Bonferroni over looks: the family-wise error holds under any dependence between looks and
-    any rule for taking the next one)."""
+    ``looks``: the looks of a sequential gate (``--looks``), this run being ``look``, at
+    information ``fractions`` (None: even). Each gate's share of the budget is spent over the
+    looks by Lan-DeMets alpha spending (``spending``: O'Brien-Fleming type by default, Pocock),
+    exactly (:mod:`benchc.gates.spending`): a gate's probability of ever failing under no change
+    is its share, whatever stops the run early, so the union over gates and looks holds the
+    budget. One look is today's fixed gate, bit for bit."""
 
     alpha: float = DEFAULT_BUDGET
     gates: Mapping[Level, int] = field(default_factory=dict)
     looks: int = 1
+    look: int = 1
+    fractions: tuple[float, ...] | None = None
+    spending: str = "obf"
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:
@@ -78,6 +102,8 @@ class ErrorBudget:
                 raise ValueError(f"bad gate count {level!r}: {n}")
         if self.looks < 1:
             raise ValueError(f"looks must be >= 1, got {self.looks}")
+        if not 1 <= self.look <= self.looks:
+            raise ValueError(f"look must be in 1..{self.looks}, got {self.look}")
 
     @classmethod
     def for_cases(cls, alpha: float, cases: Iterable[Case]) -> ErrorBudget:
@@ -98,22 +124,46 @@ class ErrorBudget:
         else:
             count = self.gates[level]
         share = present[level] / sum(present.values())
-        return self.alpha * share / count / self.looks
+        return self.alpha * share / count
+
+    @property
+    def information(self) -> tuple[float, ...]:
+        """Each look's information fraction (even steps unless given)."""
+        if self.fractions is not None:
+            return tuple(self.fractions)
+        return tuple(k / self.looks for k in range(1, self.looks + 1))
 
     def z(self, level: Level) -> float:
-        """The one-sided normal quantile of :meth:`alpha_for` (``norm.isf``, bit for bit, without
-        importing ``scipy.stats``: 0.7 s of every run's start)."""
-        return float(-ndtri(self.alpha_for(level)))
+        """The gate's bound at this look: one look, the one-sided normal quantile of
+        :meth:`alpha_for` (``norm.isf``, bit for bit, without importing ``scipy.stats``: 0.7 s of
+        every run's start); several, the look's group-sequential boundary."""
+        if self.looks == 1:
+            return float(-ndtri(self.alpha_for(level)))
+        from benchc.gates.design import _efficacy
+
+        bounds = _efficacy(self.information, self.alpha_for(level), self.spending)
+        return float(bounds[self.look - 1])
 
     def describe(self) -> str:
         parts = [
             f"{lv} {self.gates[lv]} x z={self.z(lv):.2f}" for lv in LEVELS if self.gates.get(lv)
         ]
-        over = f", spent over {self.looks} looks" if self.looks > 1 else ""
+        over = (
+            f", spent over {self.looks} looks by {self.spending.upper()}-type alpha spending: "
+            f"look {self.look}"
+            if self.looks > 1
+            else ""
+        )
         return f"false-alarm budget {self.alpha:g} (weighted Bonferroni{over}): " + ", ".join(parts)
 
 
-def case_budget(alpha: float, payloads: Iterable[Payload], looks: int = 1) -> ErrorBudget:
+def case_budget(
+    alpha: float,
+    payloads: Iterable[Payload],
+    looks: int = 1,
+    look: int = 1,
+    fractions: tuple[float, ...] | None = None,
+) -> ErrorBudget:
     """The budget over the gates of these cases, counted as the live suite counts its
     collected cases (so ``benchc report`` and ``benchc plan`` spend what the run spent)."""
-    return ErrorBudget(alpha, count_gates(payload_cases(payloads)), looks)
+    return ErrorBudget(alpha, count_gates(payload_cases(payloads)), looks, look, fractions)

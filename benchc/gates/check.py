@@ -148,6 +148,7 @@ class Outcome:
             "tolerance": num(self.tolerance),
             "mdr": num(self.mdr),
             "se_diff": num(self.se_diff),
+            "se_null": num(self.se_null),
             "floor": self.rule.floor,
             "z": num(self.z),
             "n": self.n,
@@ -454,6 +455,12 @@ def unresolved_text(r: Mapping[str, Any]) -> str:
     scope, the change, its z and the samples that would resolve it. The terminal, the report,
     JUnit and the exporters all print this one text."""
     need = r.get("resolve_n")
+    if str(r.get("reason") or "").startswith("look "):  # a sequential design's undecided gate
+        return (
+            f"{r.get('figure')} in {r.get('scope')}: {_fmt(r.get('baseline'))} -> "
+            f"{_fmt(r.get('current'))} (change {_fmt(r.get('change'), '+.4g')}), {r['reason']}"
+            + (f"; the next look takes {need} samples (n={r.get('n')} now)" if need else "")
+        )
     return (
         f"{r.get('figure')} in {r.get('scope')}: {_fmt(r.get('baseline'))} -> "
         f"{_fmt(r.get('current'))} (change {_fmt(r.get('change'), '+.4g')}, z "

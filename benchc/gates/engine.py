@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,12 +26,13 @@ from benchc.gates.churn import churn_lines
 from benchc.gates.evidence import EvidenceError, GridEvidence
 from benchc.gates.facts import Facts
 from benchc.gates.figures import figures
+from benchc.gates.looks import sequential
 from benchc.gates.payload import Payload
 from benchc.gates.pipeline import check_case
 from benchc.gates.recording import cause, remedy
 from benchc.gates.samples import SampleVerdict, sample_verdicts
 from benchc.gates.states import DEFAULT_POLICY, Policy
-from benchc.gates.verdict import Overall, Progress, conclude, decide
+from benchc.gates.verdict import Overall, Progress, Reason, conclude, decide
 
 Action = Literal["pass", "fail", "skip"]
 Record = dict[str, Any]
@@ -294,10 +295,18 @@ def run_verdict(
     progress: Progress | None = None,
     by_user: bool = True,
     problems: Sequence[Mapping[str, str]] = (),
+    budget: ErrorBudget | None = None,
 ) -> Overall:
     """The one verdict of a run: its gate records decided (:func:`benchc.gates.verdict.decide`),
     then how the run ended (:func:`benchc.gates.verdict.conclude`)."""
-    overall = decide([r for r in records if r.get("status") != "recorded"], facts, policy=policy)
+    records = [r for r in records if r.get("status") != "recorded"]
+    decision = None
+    if budget is not None and budget.looks > 1:  # a group-sequential look: early PASS, or not
+        records, decision = sequential(records, budget)
+    overall = decide(records, facts, policy=policy)
+    if decision is not None and decision.verdict == "PASS" and overall.state == "pass":
+        early = Reason("sequential", decision.message())
+        overall = replace(overall, reasons=(*overall.reasons, early))
     return conclude(overall, errored=errored, interrupted=interrupted, infra=infra,
                     progress=progress, by_user=by_user, problems=problems)  # fmt: skip
 

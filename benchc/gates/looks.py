@@ -25,6 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchc.gates.budget import ErrorBudget
+from benchc.gates.design import Design, GateDesign, LookDecision
+
 Record = Mapping[str, Any]
 
 
@@ -66,8 +69,9 @@ def header(look: int, looks: int, limit: int | None, cov: Coverage | None) -> st
         if limit is not None and limit > cov.available:
             scope += f" (--limit {limit} is past the dataset: this look sees every sample)"
     return (
-        f"sequential gate: look {look} of {looks} on {scope} (the false-alarm budget spent "
-        f"evenly over the {looks} looks)"
+        f"sequential gate: look {look} of {looks} on {scope} (each gate's share of the "
+        "false-alarm budget spent over the looks by O'Brien-Fleming-type alpha spending; early "
+        "PASS by beta spending at P = 90 %)"
     )
 
 
@@ -122,4 +126,72 @@ def after_look(
     ]
 
 
-__all__ = ["Coverage", "after_look", "coverage", "header", "next_limit"]
+#: Gate statuses a look's design judges (compared with the baseline).
+_JUDGED = ("pass", "fail", "unresolved", "improved")
+
+
+def _worse(r: Record) -> float:
+    change = float(r.get("change") or 0.0)
+    return -change if r.get("direction") == "higher" else change
+
+
+def _sizes(budget: ErrorBudget, total: int) -> tuple[int, ...]:
+    """Look sizes of the budget's information fractions on ``total`` samples (rising)."""
+    out: list[int] = []
+    for t in budget.information:
+        out.append(max(round(t * total), (out[-1] + 1) if out else 1))
+    return tuple(out)
+
+
+def _gate(design: Design, budget: ErrorBudget, r: Record, look: int) -> GateDesign:
+    """One record's group-sequential plan: its share of the budget, the SE it would have on all
+    the design's samples under no change (its SE_null at this look's information), its floor
+    and the room its figure has left."""
+    from benchc.gates.figures import figure
+
+    t = design.fractions[look - 1]
+    se_null = float(r.get("se_null") or 0.0)
+    room = figure(str(r["level"]), str(r["figure"])).room(float(r["baseline"]))
+    room = room if math.isfinite(room) else math.inf
+    return design.gate(budget.alpha_for(r["level"]), se_null * math.sqrt(t),
+                       float(r.get("floor") or 0.0), room, str(r.get("figure")))  # fmt: skip
+
+
+def sequential(
+    records: Sequence[Record], budget: ErrorBudget, *, power: float = 0.9
+) -> tuple[list[dict[str, Any]], LookDecision | None]:
+    """A look of a group-sequential design (``--looks K``): each judged gate failed at the
+    look's boundary already (its z is the look's bound); one whose change lies below its
+    futility bound (O'Brien-Fleming-type beta spending under a true change of MDR_P, non-binding)
+    stays PASS; every other becomes UNRESOLVED: between its bounds before the last look (the next
+    look decides), or neither failed nor ruled out MDR_P at the last. One look: unchanged."""
+    judged = [i for i, r in enumerate(records) if r.get("status") in _JUDGED
+              and r.get("baseline") is not None and r.get("se_diff") is not None]  # fmt: skip
+    if budget.looks <= 1 or not judged:
+        return [dict(r) for r in records], None
+    total = max(int(records[i].get("n_available") or records[i].get("n") or 1) for i in judged)
+    design = Design(_sizes(budget, total), spending=budget.spending, power=power)
+    k = budget.look
+    gates = [_gate(design, budget, records[i], k) for i in judged]
+    worse = [_worse(records[i]) for i in judged]
+    se = [float(records[i]["se_diff"]) for i in judged]
+    n = max(int(records[i].get("n") or 1) for i in judged)
+    decision = design.decide(k, gates, worse, se, n)
+    out = [dict(r) for r in records]
+    if decision.verdict == "PASS":  # the design's power stands for each look's own: a gate
+        for i in judged:  # powerless at this look's bound is not a reason to doubt the PASS
+            if "cannot fail" in str(out[i].get("reason") or ""):
+                out[i]["reason"] = None
+            out[i]["powerless"] = False
+    for j, i in enumerate(judged):
+        state = decision.states[j]
+        if state in ("continue", "unresolved") and out[i]["status"] != "fail":
+            why = ("between its bounds: the next look decides" if state == "continue"
+                   else "neither failed nor ruled out its MDR_P")  # fmt: skip
+            need = decision.resolve[j] if state == "unresolved" else design.sizes[k]
+            out[i].update(status="unresolved", resolve_n=need,
+                          reason=f"look {k} of {budget.looks}: {why}")  # fmt: skip
+    return out, decision
+
+
+__all__ = ["Coverage", "after_look", "coverage", "header", "next_limit", "sequential"]

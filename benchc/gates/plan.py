@@ -24,6 +24,7 @@ import numpy as np
 from benchc.gates.baselines import snapshot_files
 from benchc.gates.budget import DEFAULT_BUDGET, ErrorBudget, case_budget
 from benchc.gates.check import minimal_detectable, null_se
+from benchc.gates.design import schedule_lines
 from benchc.gates.evidence import GridEvidence
 from benchc.gates.figures import figure
 from benchc.gates.payload import Payload
@@ -54,6 +55,8 @@ class PlanRow:
     target: float | None = None
     needed: int | None = None
     why: str | None = None
+    #: The figure's value on the baseline (the room a sequential design's MDR_P has left).
+    value: float = float("nan")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -165,12 +168,24 @@ def plan(
     loaded = _payloads(Path(folder))
     _check_targets(targets, loaded, folder)
     payloads = [q for q in (_in_grid(p, grid) for p in loaded) if q is not None]
-    budget = case_budget(alpha, payloads, grid.looks)
+    budget = case_budget(alpha, payloads, grid.looks, 1, _fractions(loaded, grid))
     rows = []
     for p in payloads:
         run_seed = seed if seed is not None else int(p.info.get("seed") or DEFAULT_SEED)
         rows.extend(_rows(p, budget, targets, run_seed))
     return rows
+
+
+def _fractions(loaded: list[Payload], grid: Grid) -> tuple[float, ...] | None:
+    """The first look's information, as the run's (:func:`benchc.gates.budget.look_fractions`
+    of its ``--limit`` over the samples the baseline holds); None for one look."""
+    from benchc.gates.budget import look_fractions
+
+    if grid.looks <= 1:
+        return None
+    model = [p for p in loaded if p.level == "model" and p.evidence is not None]
+    total = max((len(p.evidence.ids) for p in model), default=0) or 1  # type: ignore[union-attr]
+    return look_fractions(min(grid.limit or total, total), total, grid.looks, 1)
 
 
 def _check_targets(targets, payloads: list[Payload], folder: Path) -> None:
@@ -202,9 +217,47 @@ def _rows(p: Payload, budget: ErrorBudget, targets, seed: int) -> list[PlanRow]:
         needed = why = None
         if target is not None:
             needed, why = needed_samples(mdr_at, n, target, rule.floor)
+        value = float(p.figures[rule.figure].value) if rule.figure in p.figures else math.nan
         rows.append(PlanRow(p.level, p.scope, rule.figure, n, z, rule.floor, se, mdr_at(1.0),
-                            target, needed, why))  # fmt: skip
+                            target, needed, why, value))  # fmt: skip
     return rows
+
+
+def schedule(
+    rows: list[PlanRow], grid: Grid, alpha: float = DEFAULT_BUDGET, total: int | None = None
+) -> list[str]:
+    """A sequential design's schedule (``--looks K``): samples per look, the model-level and
+    VSI gates' boundaries, MDR_P beside the fixed design's MDR, and the expected forward passes
+    under no change and under MDR_P (:func:`benchc.gates.design.schedule_lines`). ``total``:
+    the samples the baseline holds (default: the rows' own n)."""
+    from benchc.gates.budget import look_fractions
+    from benchc.gates.design import Design
+
+    if grid.looks <= 1 or not rows:
+        return []
+    total = total or max(r.n for r in rows if r.level != "vsi")
+    n = min(grid.limit or total, total)
+    budget = ErrorBudget(
+        alpha, _counts(rows), grid.looks, 1, look_fractions(n, total, grid.looks, 1)
+    )
+    sizes: list[int] = []
+    for t in budget.information:
+        sizes.append(max(round(t * total), sizes[-1] + 1 if sizes else 1))
+    design = Design(tuple(sizes))
+    gates = []
+    for r in (r for r in rows if r.level in ("model", "vsi")):
+        room = figure(r.level, r.figure).room(r.value) if math.isfinite(r.value) else math.inf
+        se_full = r.se_null * math.sqrt(r.n / total) if math.isfinite(r.se_null) else 0.0
+        room = room if math.isfinite(room) else math.inf
+        gates.append(design.gate(budget.alpha_for(r.level), se_full, r.floor, room,
+                                 f"{r.level}:{r.figure}"))  # fmt: skip
+    return schedule_lines(design, gates)
+
+
+def _counts(rows: list[PlanRow]) -> dict:
+    from collections import Counter
+
+    return dict(Counter(r.level for r in rows))
 
 
 def _fmt(x: float | None) -> str:
@@ -251,4 +304,13 @@ def text_table(rows: list[PlanRow]) -> str:
     return "\n".join(fmt.format(*row).rstrip() for row in (head, *lines))
 
 
-__all__ = ["Grid", "PlanError", "PlanRow", "needed_samples", "parse_targets", "plan", "text_table"]
+__all__ = [
+    "Grid",
+    "PlanError",
+    "PlanRow",
+    "needed_samples",
+    "parse_targets",
+    "plan",
+    "schedule",
+    "text_table",
+]

@@ -64,6 +64,7 @@ HEADINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("failed gates", ("failed",)),
     ("unresolved gates (more samples resolve them)", ("unresolved",)),
     ("unchecked gates", ("unchecked", "unchecked_gate")),
+    ("sequential design", ("sequential",)),
     (
         "why the gates could not have caught a regression",
         ("powerless", "not_answering", "ungated_change", "image_blind"),

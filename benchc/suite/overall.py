@@ -18,6 +18,7 @@ import pytest
 
 from benchc.suite.keys import (
     BASELINE,
+    BUDGET,
     ERRORED,
     INFRA,
     OTHER_FAILED,
@@ -120,7 +121,8 @@ def session_overall(session: pytest.Session) -> Overall | None:
     facts = _facts(config, config.stash[RUN_DIRS]) if ending is None and infra is None else None
     return run_verdict(records, policy=state.cfg.policy, facts=facts, errored=errored,
                        interrupted=ending, infra=infra, progress=progress,
-                       by_user=by_user, problems=problems)  # fmt: skip
+                       by_user=by_user, problems=problems,
+                       budget=config.stash.get(BUDGET, None))  # fmt: skip
 
 
 @pytest.hookimpl(hookwrapper=True)
