@@ -86,7 +86,8 @@ def world(tmp_path_factory) -> dict:
 def _cases(w: dict) -> dict[str, list[str]]:
     return {
         "pass": ["--limit=100"],
-        "inconclusive": ["--limit=12"],
+        # gates that cannot fail on 12 samples (the VSI gap is undefined there: left out)
+        "inconclusive": ["--limit=12", "-k", "not test_vsi"],
         "fail": ["--limit=100", "--benchc-degrade=damp=0.3"],
         "unresolved": [
             f"--model={w['projector']}",
