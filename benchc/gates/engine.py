@@ -13,7 +13,7 @@ exporters, the step summary and JUnit are its clients: none of them decides a ga
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +32,7 @@ from benchc.gates.pipeline import check_case
 from benchc.gates.recording import cause, remedy
 from benchc.gates.samples import SampleVerdict, sample_verdicts
 from benchc.gates.states import DEFAULT_POLICY, Policy
-from benchc.gates.verdict import Overall, Progress, Reason, conclude, decide
+from benchc.gates.verdict import FINISHED, Ending, Overall, Reason, conclude, decide
 
 Action = Literal["pass", "fail", "skip"]
 Record = dict[str, Any]
@@ -270,18 +270,11 @@ class GateEngine:
 
     # -- the run -----------------------------------------------------------------------------
     def verdict(
-        self,
-        records: Iterable[Record],
-        *,
-        facts: Facts | None = None,
-        errored: Sequence[Mapping[str, str]] = (),
-        interrupted: str | None = None,
-        infra: str | None = None,
-        progress: Progress | None = None,
+        self, records: Iterable[Record], *, facts: Facts | None = None, ending: Ending = FINISHED
     ) -> Overall:
-        """The run's one verdict (:func:`run_verdict` under this engine's policy)."""
-        return run_verdict(records, policy=self.policy, facts=facts, errored=errored,
-                           interrupted=interrupted, infra=infra, progress=progress)  # fmt: skip
+        """The run's one verdict (:func:`run_verdict` under this engine's policy and budget)."""
+        return run_verdict(records, policy=self.policy, facts=facts, ending=ending,
+                           budget=self.budget)  # fmt: skip
 
 
 def run_verdict(
@@ -289,12 +282,7 @@ def run_verdict(
     *,
     policy: Policy = DEFAULT_POLICY,
     facts: Facts | None = None,
-    errored: Sequence[Mapping[str, str]] = (),
-    interrupted: str | None = None,
-    infra: str | None = None,
-    progress: Progress | None = None,
-    by_user: bool = True,
-    problems: Sequence[Mapping[str, str]] = (),
+    ending: Ending = FINISHED,
     budget: ErrorBudget | None = None,
 ) -> Overall:
     """The one verdict of a run: its gate records decided (:func:`benchc.gates.verdict.decide`),
@@ -307,25 +295,14 @@ def run_verdict(
     if decision is not None and decision.verdict == "PASS" and overall.state == "pass":
         early = Reason("sequential", decision.message())
         overall = replace(overall, reasons=(*overall.reasons, early))
-    return conclude(overall, errored=errored, interrupted=interrupted, infra=infra,
-                    progress=progress, by_user=by_user, problems=problems)  # fmt: skip
+    return conclude(overall, ending)
 
 
-def recording_verdict(
-    *,
-    policy: Policy = DEFAULT_POLICY,
-    errored: Sequence[Mapping[str, str]] = (),
-    interrupted: str | None = None,
-    infra: str | None = None,
-    progress: Progress | None = None,
-    problems: Sequence[Mapping[str, str]] = (),
-) -> Overall:
+def recording_verdict(*, policy: Policy = DEFAULT_POLICY, ending: Ending = FINISHED) -> Overall:
     """The verdict of a recording (``--snapshot-update``): RECORDED, unless a case raised or
     could not be recorded (the baseline is incomplete), the run stopped, or a fault outside the
     model ended it."""
-    return conclude(Overall("recorded", policy=policy), errored=errored,
-                    interrupted=interrupted, infra=infra, progress=progress,
-                    problems=problems)  # fmt: skip
+    return conclude(Overall("recorded", policy=policy), ending)
 
 
 def with_mdrs(payload: Payload, *, z_for: ZFor, seed: int) -> Payload:

@@ -391,22 +391,33 @@ def raised(errored: Sequence[Mapping[str, str]], what: str = "raised") -> list[s
     return out
 
 
-def conclude(
-    overall: Overall,
-    *,
-    errored: Sequence[Mapping[str, str]] = (),
-    interrupted: str | None = None,
-    infra: str | None = None,
-    progress: Progress | None = None,
-    by_user: bool = True,
-    problems: Sequence[Mapping[str, str]] = (),
-) -> Overall:
+@dataclass(frozen=True)
+class Ending:
+    """How a run ended beyond its gate records: the gated cases that raised (``errored``) or
+    that the baseline could not check (``problems``), each ``{"case", "error"}``; why it did
+    not finish (``interrupted``: by the user, ``by_user``, or by pytest's ``-x``); a fault
+    outside the model (``infra``); and what finished (``progress``)."""
+
+    errored: Sequence[Mapping[str, str]] = ()
+    problems: Sequence[Mapping[str, str]] = ()
+    interrupted: str | None = None
+    by_user: bool = True
+    infra: str | None = None
+    progress: Progress | None = None
+
+
+#: A run that finished every case it selected.
+FINISHED = Ending()
+
+
+def conclude(overall: Overall, ending: Ending = FINISHED) -> Overall:
     """``overall`` (:func:`decide`) as the run ended. Precedence: a fault outside the model
     (``infra``), then an interruption by the user, then a failed gate (final: a run stopped
     early by it, ``by_user=False``, still FAILs), then an unfinished run, then cases the
-    baseline could not check (``problems``: the usage state), then cases that raised; a run
-    that did not finish never says PASS (its page says what finished and how to
-    resume)."""
+    baseline could not check (the usage state), then cases that raised; a run that did not
+    finish never says PASS (its page says what finished and how to resume)."""
+    errored, problems, interrupted = ending.errored, ending.problems, ending.interrupted
+    infra, by_user, progress = ending.infra, ending.by_user, ending.progress
     reasons = list(overall.reasons)
     counts = dict(overall.counts)
     if errored:
@@ -491,7 +502,8 @@ def _fact_reasons(facts: Facts, records: Sequence[Record]) -> list[Reason]:
 
 
 __all__ = [
-    "CHECKED", "COVERS", "ERROR", "HEADINGS", "PROBLEM", "Overall", "Progress", "Reason",
+    "CHECKED", "COVERS", "ERROR", "FINISHED", "HEADINGS", "PROBLEM", "Ending", "Overall",
+    "Progress", "Reason",
     "conclude",
     "counted", "decide", "group_failures", "grouped_text", "is_powerless", "powerless_gates",
     "raised", "verdict_anchor",

@@ -94,7 +94,7 @@ def session_overall(session: pytest.Session) -> Overall | None:
     finished (a recording that recorded every case)."""
     from benchc.gates.engine import recording_verdict, run_verdict
     from benchc.gates.states import EXIT_INFRA
-    from benchc.gates.verdict import Progress
+    from benchc.gates.verdict import Ending, Progress
     from benchc.suite.messages import command
 
     config = session.config
@@ -115,13 +115,11 @@ def session_overall(session: pytest.Session) -> Overall | None:
         return None
     finished, selected = config.stash.get(PROGRESS, (0, 0))
     progress = Progress(finished, selected, command(state.cfg, update=recording))
+    end = Ending(errored, problems, ending, by_user, infra, progress)
     if recording:
-        return recording_verdict(policy=state.cfg.policy, errored=errored, interrupted=ending,
-                                 infra=infra, progress=progress, problems=problems)  # fmt: skip
+        return recording_verdict(policy=state.cfg.policy, ending=end)
     facts = _facts(config, config.stash[RUN_DIRS]) if ending is None and infra is None else None
-    return run_verdict(records, policy=state.cfg.policy, facts=facts, errored=errored,
-                       interrupted=ending, infra=infra, progress=progress,
-                       by_user=by_user, problems=problems,
+    return run_verdict(records, policy=state.cfg.policy, facts=facts, ending=end,
                        budget=config.stash.get(BUDGET, None))  # fmt: skip
 
 

@@ -24,7 +24,7 @@ from benchc.gates.states import (
     Policy,
     exit_code,
 )
-from benchc.gates.verdict import Progress
+from benchc.gates.verdict import Ending, Progress
 
 REPO = Path(__file__).resolve().parents[2]
 POLICIES = {
@@ -64,25 +64,25 @@ def test_strict_gates_with_inconclusive_warn_opts_out_of_exit_6():
 def test_a_run_that_did_not_finish_never_says_pass():
     progress = Progress(3, 21, "pytest benchc_tests/suite")
     passed = [_record("pass", current=0.5)]
-    stopped = run_verdict(passed, interrupted="interrupted by the user", progress=progress)
+    stopped = run_verdict(passed, ending=Ending(interrupted="by the user", progress=progress))
     assert stopped.state == "interrupted" and "PASS" not in stopped.headline
     assert stopped.exit_code == EXIT_INTERRUPTED and "3 of 21" in stopped.headline
     assert stopped.to_dict()["progress"]["resume"] == "pytest benchc_tests/suite"
     # a fault outside the model wins over everything, and is never a regression's code
-    infra = run_verdict([_record("fail")], infra="http://x: 500 after 7 attempts")
+    infra = run_verdict([_record("fail")], ending=Ending(infra="http://x: 500 after 7 tries"))
     assert infra.state == "infra" and infra.exit_code == EXIT_INFRA
     # pytest stopping after a FAIL (-x) keeps the FAIL; Ctrl-C does not
     failed = [_record("fail")]
-    assert run_verdict(failed, interrupted="stopped early", by_user=False).state == "fail"
-    assert run_verdict(failed, interrupted="ctrl-c", by_user=True).state == "interrupted"
+    assert run_verdict(failed, ending=Ending(interrupted="-x", by_user=False)).state == "fail"
+    assert run_verdict(failed, ending=Ending(interrupted="ctrl-c")).state == "interrupted"
 
 
 def test_cases_that_raised_crash_the_run_unless_a_gate_failed():
     errored = [{"case": "test_cell[fog-1]", "error": "ValueError: size 224"}]
-    crashed = run_verdict([_record("pass")], errored=errored)
+    crashed = run_verdict([_record("pass")], ending=Ending(errored))
     assert crashed.state == "crashed" and crashed.exit_code == EXIT_CRASHED
-    assert run_verdict([_record("fail")], errored=errored).state == "fail"
-    assert run_verdict([], errored=errored).state == "crashed"
+    assert run_verdict([_record("fail")], ending=Ending(errored)).state == "fail"
+    assert run_verdict([], ending=Ending(errored)).state == "crashed"
 
 
 def test_the_summary_groups_reasons_under_headings():

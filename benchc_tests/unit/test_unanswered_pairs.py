@@ -47,7 +47,7 @@ def test_more_than_five_pairs_are_counted_not_listed() -> None:
 
 
 def test_a_case_that_raised_crashes_the_verdict_whatever_the_other_gates_say() -> None:
-    from benchc.gates.verdict import Overall, conclude, decide
+    from benchc.gates.verdict import Ending, Overall, conclude, decide
 
     passed = [{"status": "pass", "level": "model", "figure": "ras", "scope": "model"}]
     assert decide(passed).state == "pass"
@@ -55,7 +55,7 @@ def test_a_case_that_raised_crashes_the_verdict_whatever_the_other_gates_say() -
     errored = [{"case": f"test_cell[fog-{s}]", "error": "ValueError: x"} for s in (1, 2, 3, 4)] + [
         {"case": "test_model[ras]", "error": "KeyError: 'y'"}
     ]
-    overall = conclude(decide(passed), errored=errored[::-1])  # in any order: xdist
+    overall = conclude(decide(passed), Ending(errored[::-1]))  # in any order: xdist
     assert overall.state == "crashed" and overall.exit_code == 7
     assert overall.lines() == [
         "CRASHED: 5 gated case(s) raised before their gates were checked; no verdict (the cases "
@@ -66,7 +66,7 @@ def test_a_case_that_raised_crashes_the_verdict_whatever_the_other_gates_say() -
         "    - 1 case(s) raised (test_model[ras]): KeyError: 'y'",
     ]
     failed = [{**passed[0], "status": "fail", "baseline": 0.5, "current": 0.4, "tolerance": 0.01}]
-    both = conclude(decide(failed), errored=errored[:1])
+    both = conclude(decide(failed), Ending(errored[:1]))
     assert both.headline == (
         "FAIL: 1 gate(s) failed, 1 gated case(s) raised before their gates were checked"
     )
