@@ -2,8 +2,9 @@
 code, the terminal, the page, report.json and JUnit agree (``-m verdicts``, its own .ci/run
 line: 32 suite runs on a small grid, ~6 min on 2 cores).
 
-The states come from real runs: the embedded model against the committed baseline (PASS), on
-too few samples for its gates to fail (INCONCLUSIVE), washed out by the degrade wrapper (FAIL),
+The states come from real runs: the embedded model against the committed baseline (PASS),
+against a baseline of a few samples, where its gates cannot fail (INCONCLUSIVE), washed out by
+the degrade wrapper (FAIL),
 a projector scaled by 0.8 (a real weight edit of the checkpoint zoo: UNRESOLVED), a case that
 raises in the model path (CRASHED), a fault outside the model raised where the served backend
 raises it (INFRASTRUCTURE ERROR), Ctrl-C after the first case (INTERRUPTED) and a baseline that
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from benchc.gates.states import Policy, exit_code, word
+from benchc_tests.unit.test_bad_inputs import write_jsonl
 
 pytestmark = pytest.mark.verdicts
 
@@ -79,18 +81,28 @@ def world(tmp_path_factory) -> dict:
         (plugins / f"{name}.py").write_text(textwrap.dedent(body))
     projector = root / "projector-0.8"
     write_checkpoint(Path(DEFAULT_MODEL), projector, edit("projector scaled down"), 0.2)
-    return {"root": root, "plugins": plugins, "projector": projector}
+    # a baseline of a few samples: its gates cannot fail there (INCONCLUSIVE)
+    few = write_jsonl(root / "few")
+    w = {"root": root, "plugins": plugins, "projector": projector, "few": few}
+    record = [f"--dataset={few}", f"--thresholds-dir={root / 'thr'}", "--baseline=few"]
+    proc, _ = _run(w, "record-few", "default", [*record, "--snapshot-update"])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return w
 
 
 #: state -> the arguments of the run that ends in it.
 def _cases(w: dict) -> dict[str, list[str]]:
     return {
         "pass": ["--limit=100"],
-        # gates that cannot fail on 12 samples (the VSI gap is undefined there: left out)
-        "inconclusive": ["--limit=12", "-k", "not test_vsi"],
+        "inconclusive": [
+            f"--dataset={w['few']}",
+            f"--thresholds-dir={w['root'] / 'thr'}",
+            "--baseline=few",
+        ],
         "fail": ["--limit=100", "--benchc-degrade=damp=0.3"],
         "unresolved": [
             f"--model={w['projector']}",
+            "--baseline=tiny-vlm",
             "--corruptions=gaussian_noise",
             "--severities=1,3,5",
         ],
@@ -101,10 +113,13 @@ def _cases(w: dict) -> dict[str, list[str]]:
     }
 
 
-def _run(w: dict, state: str, policy: str) -> tuple[subprocess.CompletedProcess, Path]:
+def _run(
+    w: dict, state: str, policy: str, case: list[str] | None = None
+) -> tuple[subprocess.CompletedProcess, Path]:
     out = w["root"] / f"{state}-{policy}"
+    case = _cases(w)[state] if case is None else case
     args = [sys.executable, "-m", "pytest", "benchc_tests/suite", "-p", "no:cacheprovider",
-            *GRID, *_cases(w)[state], *POLICIES[policy], f"--results-dir={w['root'] / 'results'}",
+            *GRID, *case, *POLICIES[policy], f"--results-dir={w['root'] / 'results'}",
             f"--report={out}", f"--junitxml={out / 'junit.xml'}"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(w["plugins"]), str(REPO)]),
            "OMP_NUM_THREADS": "1"}  # fmt: skip
