@@ -65,10 +65,16 @@ def look_fractions(n: int, total: int, looks: int, look: int) -> tuple[float, ..
     """The information fraction of each look of a sequential gate at look ``look`` on ``n`` of
     the baseline's ``total`` samples: the looks' sizes are fixed before look 1 (``ceil(j total /
     looks)``), the current look's is the samples it actually used; where those would not grow,
-    the earlier looks are taken as even steps up to it."""
+    the earlier looks are taken as even steps up to it. The last look spends what is left
+    whatever it uses: its fraction is 1."""
     total = max(1, total)
     planned = [math.ceil(j * total / looks) / total for j in range(1, looks + 1)]
-    current = min(1.0, max(1, n) / total)
+    current = 1.0 if look == looks else min(1.0, max(1, n) / total)
+    if current >= 1.0:  # this look sees every sample: the design ends here, spending the rest
+        early = planned[: look - 1]
+        if early and early[-1] >= 1.0:
+            early = [j / look for j in range(1, look)]
+        return (*early, 1.0)
     out = [*planned[: look - 1], current, *planned[look:]]
     if any(b <= a for a, b in pairwise(out[:look])):
         out[:look] = [current * j / look for j in range(1, look + 1)]

@@ -365,14 +365,25 @@ def test_the_next_look_of_a_sequential_gate_runs_as_printed(
     project, model_dir, medium_dataset, corruption_cache, monkeypatch
 ):
     """An UNRESOLVED look of ``--looks 2`` on ``--limit 12`` prints the next look's command
-    (more of the baseline's samples, look 2): run verbatim, it gates those samples at the same
-    per-look budget. Which gates are unresolved is decided by the gate tests; here the record
-    that says so is given, and what is checked is the command benchc prints for it."""
+    (more of the baseline's samples, look 2): run verbatim, it gates those samples at look 2's
+    boundary. Which gates are unresolved is decided by the gate tests (the same model would
+    PASS at look 1: test_sequential_gate.py); here one gate is made to sit between its bounds,
+    and what is checked is the command benchc prints for it."""
+    import benchc.gates.engine as engine
     import benchc.gates.looks as looks
 
     root = project.path
     args = _args(model_dir, medium_dataset, corruption_cache, root)
     project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=16)
+    real = looks.sequential
+
+    def undecided(records, budget, **kw):
+        out, _ = real(records, budget, **kw)
+        first_pass = next(r for r in out if r["status"] == "pass")
+        first_pass.update(status="unresolved", resolve_n=24, reason="look 1 of 2: between")
+        return out, None
+
+    monkeypatch.setattr(engine, "sequential", undecided)
     monkeypatch.setattr(looks, "next_limit", lambda records, cov, look, n_looks: 24)
     first = project.runpytest_inprocess(*args, "--limit=12", "--looks=2", "--strict-gates")
     out = first.stdout.str()

@@ -40,7 +40,12 @@ def test_look_sizes_are_fixed_before_look_1_and_the_current_look_is_what_it_used
     assert look_fractions(77, 115, 3, 2) == pytest.approx((39 / 115, 77 / 115, 1.0))
     # fewer samples than the plan's earlier look: even steps up to this one
     assert look_fractions(20, 115, 3, 2) == pytest.approx((10 / 115, 20 / 115, 1.0))
-    assert look_fractions(500, 115, 2, 1)[0] == 1.0  # never past the dataset
+    assert look_fractions(500, 115, 2, 1) == (1.0,)  # past the dataset: the design ends here
+    assert ErrorBudget(0.01, GATES, looks=2, look=1, fractions=(1.0,)).z("model") == (
+        ErrorBudget(0.01, GATES).z("model")
+    )
+    # the last look spends what is left, whatever it uses
+    assert look_fractions(24, 32, 2, 2) == pytest.approx((16 / 32, 1.0))
 
 
 def _record(worse: float, se: float, *, status: str = "pass", floor: float = 0.01) -> dict:
