@@ -161,6 +161,7 @@ EXIT_CODES: dict[int, str] = {
     "folder and why); nothing stored was changed",
 }
 EXIT_UNREADABLE = EXIT_NOT_BUILT = EXIT_INFRA
+EXIT_GATE_FAILED = EXIT_FAIL
 
 
 def _baseline_folder(parser: argparse.ArgumentParser, run_dir: Path, given: Path) -> Path:
