@@ -32,7 +32,15 @@ from benchc.gates.pipeline import check_case
 from benchc.gates.recording import cause, remedy
 from benchc.gates.samples import SampleVerdict, sample_verdicts
 from benchc.gates.states import DEFAULT_POLICY, Policy
-from benchc.gates.verdict import FINISHED, Ending, Overall, Reason, conclude, decide
+from benchc.gates.verdict import (
+    FINISHED,
+    Ending,
+    Overall,
+    Reason,
+    conclude,
+    decide,
+    unchecked_gates,
+)
 
 Action = Literal["pass", "fail", "skip"]
 Record = dict[str, Any]
@@ -298,11 +306,16 @@ def run_verdict(
     return conclude(overall, ending)
 
 
-def recording_verdict(*, policy: Policy = DEFAULT_POLICY, ending: Ending = FINISHED) -> Overall:
-    """The verdict of a recording (``--snapshot-update``): RECORDED, unless a case raised or
-    could not be recorded (the baseline is incomplete), the run stopped, or a fault outside the
-    model ended it."""
-    return conclude(Overall("recorded", policy=policy), ending)
+def recording_verdict(
+    records: Iterable[Record] = (), *, policy: Policy = DEFAULT_POLICY, ending: Ending = FINISHED
+) -> Overall:
+    """The verdict of a recording (``--snapshot-update``): RECORDED, with the gates it could
+    not check listed, unless a case raised or could not be recorded (the baseline is
+    incomplete), the run stopped, or a fault outside the model ended it."""
+    records = list(records)
+    counts = {"recorded": sum(1 for r in records if r.get("status") == "recorded")}
+    listed = tuple(unchecked_gates(records))
+    return conclude(Overall("recorded", listed, counts, policy=policy), ending)
 
 
 def with_mdrs(payload: Payload, *, z_for: ZFor, seed: int) -> Payload:

@@ -306,7 +306,7 @@ def _failed(fails: Sequence[Record]) -> list[Reason]:
     return out
 
 
-def _unchecked_gates(records: Sequence[Record]) -> list[Reason]:
+def unchecked_gates(records: Sequence[Record]) -> list[Reason]:
     """Every unchecked gate, one entry per reason (listed whatever the state; a doubt only
     where :func:`_doubts` says)."""
     by: dict[str, list[Record]] = {}
@@ -368,7 +368,7 @@ def decide(
     doubts = _doubts(records, checked, policy.strict)
     if facts is not None:
         doubts.extend(_fact_reasons(facts, records))
-    listed = (*unresolved, *_unchecked_gates(records), *doubts)
+    listed = (*unresolved, *unchecked_gates(records), *doubts)
     if fails:
         return Overall("fail", (*_failed(fails), *listed), counts, facts, policy)
     if not records:
@@ -506,5 +506,5 @@ __all__ = [
     "Progress", "Reason",
     "conclude",
     "counted", "decide", "group_failures", "grouped_text", "is_powerless", "powerless_gates",
-    "raised", "verdict_anchor",
+    "raised", "unchecked_gates", "verdict_anchor",
 ]  # fmt: skip

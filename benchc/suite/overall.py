@@ -117,7 +117,8 @@ def session_overall(session: pytest.Session) -> Overall | None:
     progress = Progress(finished, selected, command(state.cfg, update=recording))
     end = Ending(errored, problems, ending, by_user, infra, progress)
     if recording:
-        return recording_verdict(policy=state.cfg.policy, ending=end)
+        every = config.stash.get(VERDICTS, [])
+        return recording_verdict(every, policy=state.cfg.policy, ending=end)
     facts = _facts(config, config.stash[RUN_DIRS]) if ending is None and infra is None else None
     return run_verdict(records, policy=state.cfg.policy, facts=facts, ending=end,
                        budget=config.stash.get(BUDGET, None))  # fmt: skip
