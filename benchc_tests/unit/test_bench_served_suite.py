@@ -21,7 +21,10 @@ def test_bench_served_suite_counts_the_servers_requests_and_prints_ratios() -> N
     for label in ("this checkout", "reference HEAD"):
         line = next(line for line in out.splitlines() if line.startswith(label))
         numbers = [float(x) for x in re.findall(r"\d+\.?\d*", line[len(label) :])]
-        assert numbers[0] == 12 * 6 + 3 * 12, line  # every worker's requests, server-counted
+        # every worker's requests, server-counted; each of the 2 workers decides its route with
+        # a probe before its first query (docs/guides/servers.md), whose answer is reused: at
+        # most one request a worker beyond the grid's
+        assert 12 * 6 + 3 * 12 <= numbers[0] <= 12 * 6 + 3 * 12 + 2, line
         assert numbers[1] > 0 and numbers[2] == pytest.approx(numbers[0] / numbers[1], rel=0.06)
         # benchc's CPU and the server's apart (/proc counts the server's in 10-ms ticks: a
         # miniature run's ~100 requests may not fill one)
