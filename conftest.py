@@ -41,7 +41,7 @@ OPT_IN_MARKERS = {
     "--from-store, server replicas); run with -m cluster",
     "power": "MDR power tests (simulated regressions over seeds, ~45 s); run with -m power",
     "verdicts": "every state of the verdict table under every policy, through real pytest "
-    "processes (~6 min); run with -m verdicts",
+    "processes (~10 min); run with -m verdicts",
     "sequential": "the sequential design by simulation (false alarms over 130 gates, power, "
     "forward passes; ~30 s); run with -m sequential",
 }

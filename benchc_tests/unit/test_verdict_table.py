@@ -1,6 +1,6 @@
 """Every state of the verdict table under every policy, through a real pytest process: the exit
 code, the terminal, the page, report.json and JUnit agree (``-m verdicts``, its own .ci/run
-line: 32 suite runs on a small grid, ~6 min on 2 cores).
+line: 33 suite runs on a small grid, ~10-13 min on 2 shared cores).
 
 The states come from real runs: the embedded model against the committed baseline (PASS),
 against a baseline of a few samples, where its gates cannot fail (INCONCLUSIVE), washed out by
