@@ -146,7 +146,11 @@ class Overall:
             "state": self.state,
             "headline": self.headline,
             "exit_code": self.exit_code,
-            "policy": {"strict": self.policy.strict, "inconclusive": self.policy.mode},
+            "policy": {
+                "strict": self.policy.strict,
+                "inconclusive": self.policy.inconclusive,  # as given (None: by --strict-gates)
+                "mode": self.policy.mode,
+            },
             "reasons": [r.to_dict() for r in self.reasons],
             "counts": dict(self.counts),
             "facts": self.facts.to_dict() if self.facts is not None else None,

@@ -24,7 +24,7 @@ from benchc.gates.states import (
     Policy,
     exit_code,
 )
-from benchc.gates.verdict import Ending, Progress
+from benchc.gates.verdict import Ending, Overall, Progress
 
 REPO = Path(__file__).resolve().parents[2]
 POLICIES = {
@@ -58,7 +58,11 @@ def test_every_state_has_one_exit_code_per_policy(name):
 def test_strict_gates_with_inconclusive_warn_opts_out_of_exit_6():
     unresolved = run_verdict([_record("unresolved", resolve_n=300)], policy=Policy(True, "warn"))
     assert unresolved.state == "unresolved" and unresolved.exit_code == EXIT_OK
-    assert run_verdict([_record("unresolved")], policy=Policy(True)).exit_code == 6
+    strict = run_verdict([_record("unresolved")], policy=Policy(True))
+    assert strict.exit_code == 6
+    # read back from report.json it says which option made it 6
+    back = Overall.from_dict(strict.to_dict())
+    assert back.exit_code == 6 and back.lines()[-1].startswith("  exit status 6: under --strict")
 
 
 def test_a_run_that_did_not_finish_never_says_pass():
