@@ -20,22 +20,13 @@ from pathlib import Path
 import pytest
 
 from benchc.gates.baselines import MANIFEST, read_manifest, write_manifest
+from benchc.gates.states import EXIT_USAGE
+from benchc_tests.unit.test_preflight_probe import edited_copy
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "fixtures" / "tiny-vlm"
-EXIT_USAGE = 4
-
-
-def _copy(tmp_path: Path, name: str, **image_processor) -> Path:
-    copy = tmp_path / name
-    shutil.copytree(FIXTURE, copy)
-    path = copy / "processor_config.json"
-    data = json.loads(path.read_text())
-    data["image_processor"].update(image_processor)
-    path.write_text(json.dumps(data, indent=2))
-    return copy
 
 
 def _suite(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -49,7 +40,7 @@ def _suite(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_normalisation_edit_is_named_in_summary_failure_report_and_page(tmp_path):
-    model = _copy(tmp_path, "norm", image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
+    model = edited_copy(tmp_path, "norm", image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
     run = _suite(tmp_path, f"--model={model}", "--baseline=tiny-vlm", f"--report={tmp_path / 'p'}")
     out = run.stdout
     assert run.returncode == 1, out[-3000:]
@@ -76,7 +67,7 @@ def test_a_normalisation_edit_is_named_in_summary_failure_report_and_page(tmp_pa
 
 
 def test_an_impossible_processor_size_stops_in_preflight(tmp_path):
-    model = _copy(tmp_path, "s224", size={"height": 224, "width": 224})
+    model = edited_copy(tmp_path, "s224", size={"height": 224, "width": 224})
     run = _suite(tmp_path, f"--model={model}", "--baseline=tiny-vlm")
     assert run.returncode == EXIT_USAGE, run.stdout[-2000:] + run.stderr[-2000:]
     err = run.stderr[run.stderr.index("ERROR: benchc: ") :].strip().splitlines()

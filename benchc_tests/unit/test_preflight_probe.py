@@ -22,8 +22,10 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "fixtures" / "tiny-vlm"
 
 
-def _copy(tmp_path: Path, **image_processor) -> Path:
-    copy = tmp_path / "copy"
+def edited_copy(tmp_path: Path, name: str = "copy", **image_processor) -> Path:
+    """The embedded model copied to ``tmp_path/name`` with ``image_processor`` keys set in its
+    processor config (a configuration-only edit)."""
+    copy = tmp_path / name
     shutil.copytree(FIXTURE, copy)
     path = copy / "processor_config.json"
     data = json.loads(path.read_text())
@@ -44,7 +46,7 @@ def _state(model: Path) -> SimpleNamespace:
 
 
 def test_an_impossible_processor_size_stops_naming_the_setting(tmp_path):
-    state = _state(_copy(tmp_path, size={"height": 224, "width": 224}))
+    state = _state(edited_copy(tmp_path, size={"height": 224, "width": 224}))
     with pytest.raises(LoadError) as err:
         probe(state)  # type: ignore[arg-type]
     text = str(err.value)
@@ -62,7 +64,7 @@ def test_an_impossible_processor_size_stops_naming_the_setting(tmp_path):
 
 def test_a_changed_but_working_preprocessing_passes_the_preflight(tmp_path):
     """The candidate under test: named in "changed since baseline" and gated, no usage error."""
-    probe(_state(_copy(tmp_path, resample=0, image_mean=[0.5, 0.5, 0.5])))  # type: ignore[arg-type]
+    probe(_state(edited_copy(tmp_path, resample=0, image_mean=[0.5, 0.5, 0.5])))  # type: ignore[arg-type]
 
 
 def test_size_mismatch_reads_height_width_edges_and_the_crop():
