@@ -23,10 +23,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchc.gates.budget import ErrorBudget
-from benchc.gates.design import Design, GateDesign, LookDecision
+
+if TYPE_CHECKING:  # scipy's integrate and optimize load only for a sequential run (~0.3 s)
+    from benchc.gates.design import Design, GateDesign, LookDecision
 
 Record = Mapping[str, Any]
 
@@ -169,6 +171,8 @@ def sequential(
               and r.get("baseline") is not None and r.get("se_diff") is not None]  # fmt: skip
     if budget.looks <= 1 or not judged:
         return [dict(r) for r in records], None
+    from benchc.gates.design import Design
+
     total = max(int(records[i].get("n_available") or records[i].get("n") or 1) for i in judged)
     design = Design(_sizes(budget, total), spending=budget.spending, power=power)
     k = budget.look
