@@ -1,11 +1,10 @@
-"""Checking one case's payload against its threshold snapshot, with actionable failures.
+"""The suite's client of the gate engine: one case's payload in, the case's outcome out.
 
-syrupy does the reading, writing and ``--snapshot-update``; this adds what a release engineer
-needs around it: a missing snapshot says how to record one, a snapshot recorded under other
-settings says so instead of reporting nonsense deltas, a failing gate prints the figure, scope,
-baseline, current, tolerance, minimal detectable regression and the samples that moved most,
-and no gate is ever left unchecked without a line in the summary (a failure under
-``--strict-gates``).
+The engine (:mod:`benchc.gates.engine`) decides the case: its snapshot in the baseline, the
+paired check, the failure text with the commands to fix it. This module builds the engine
+with the commands of this run's settings (:func:`engine_for`) and turns its decision into
+pytest's (``pytest.fail``, ``pytest.skip``); ``--snapshot-update`` records through
+:mod:`benchc.suite.record`. No gate is decided here.
 """
 
 from __future__ import annotations
