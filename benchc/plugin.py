@@ -122,12 +122,15 @@ def pytest_collection_modifyitems(
         return
     from benchc.suite import collect
 
-    collect.shape(config, items)
-    if config.option.collectonly or not any(collect.is_suite_item(i) for i in items):
-        return
-    state = _session(config)
+    collect.shape(config, items)  # the cases' keywords, before -k reads them
+
+
+def _budget(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The run's false-alarm budget over the gates of the cases that survived ``-k``/``-m``
+    (a subset run spends the whole budget on its own gates: :mod:`benchc.gates.budget`)."""
     from benchc.gates.budget import ErrorBudget
 
+    state = _session(config)
     cfg = state.cfg
     config.stash[BUDGET] = ErrorBudget(
         cfg.false_alarm_budget, _gate_counts(items), looks=cfg.looks, look=cfg.look,
@@ -158,6 +161,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
     if config.option.collectonly or not any(collect.is_suite_item(i) for i in items):
         return
+    _budget(config, items)
     state = _session(config)
     error = collect.prepare(config, items, state, worker=xdist.worker_id(config) is not None)
     if error:
@@ -243,6 +247,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput["benchc_verdicts"] = list(config.stash[VERDICTS])
         workeroutput["benchc_errored"] = list(config.stash[ERRORED])
         workeroutput["benchc_problems"] = list(config.stash[PROBLEMS])
+        if BUDGET in config.stash:
+            workeroutput["benchc_budget"] = config.stash[BUDGET].to_dict()
         state = _session(config)
         workeroutput["benchc_baseline"] = str(state.baseline.folder) if state.started else ""
         workeroutput["benchc_notes"] = _notes(config)
@@ -304,6 +310,10 @@ def pytest_testnodedown(node, error) -> None:
     stash[VERDICTS].extend(out.get("benchc_verdicts", []))
     stash[ERRORED].extend(out.get("benchc_errored", []))
     stash[PROBLEMS].extend(out.get("benchc_problems", []))
+    if out.get("benchc_budget") and BUDGET not in stash:
+        from benchc.gates.budget import ErrorBudget
+
+        stash[BUDGET] = ErrorBudget.from_dict(out["benchc_budget"])
     if out.get("benchc_baseline"):
         stash[BASELINE] = out["benchc_baseline"]
     if out.get("benchc_error"):

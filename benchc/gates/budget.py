@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scipy.special import ndtri
 
@@ -131,6 +131,18 @@ class ErrorBudget:
             count = self.gates[level]
         share = present[level] / sum(present.values())
         return self.alpha * share / count
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON (an xdist worker hands its budget to the controller)."""
+        fractions = list(self.fractions) if self.fractions is not None else None
+        return {"alpha": self.alpha, "gates": dict(self.gates), "looks": self.looks,
+                "look": self.look, "fractions": fractions, "spending": self.spending}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ErrorBudget:
+        fractions = tuple(d["fractions"]) if d.get("fractions") is not None else None
+        return cls(float(d["alpha"]), dict(d["gates"]), int(d["looks"]), int(d["look"]),
+                   fractions, str(d.get("spending", "obf")))  # fmt: skip
 
     @property
     def information(self) -> tuple[float, ...]:

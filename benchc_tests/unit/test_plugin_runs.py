@@ -413,3 +413,25 @@ def test_the_next_look_of_a_sequential_gate_runs_as_printed(
     over = run(printed.replace("--look=2", "--look=3"))
     assert over.returncode == pytest.ExitCode.USAGE_ERROR
     assert "no look after its last" in over.stderr
+
+
+@pytest.mark.slow  # a recording and two gate runs on 32 samples (~40 s)
+def test_a_subset_spends_the_budget_on_its_own_gates_and_xdist_decides_the_look(
+    project, model_dir, medium_dataset, corruption_cache
+):
+    """``-k`` narrows the gates the false-alarm budget is split over (it counted the deselected
+    cases too), and under ``-n 2`` the controller, which runs no case, still applies the
+    sequential design the workers gated with: the same model PASSes at look 1 of 2."""
+    root = project.path
+    args = _args(model_dir, medium_dataset, corruption_cache, root)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=16)
+    subset = project.runpytest_inprocess(*args, "-k", "test_model and accuracy")
+    subset.assert_outcomes(passed=1)
+    assert "false-alarm budget 0.01 (weighted Bonferroni): model 1 x z=2.33" in subset.stdout.str()
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, "--limit=12", "--looks=2", "-n", "2", "-q"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "stopped at look 1 of 2" in proc.stdout, proc.stdout[-3000:]

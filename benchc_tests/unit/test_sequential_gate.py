@@ -104,3 +104,9 @@ def test_plan_prints_the_schedule_and_the_runs_z():
     lines = schedule(rows, grid, 0.01, 115)
     assert lines[1].startswith("samples per look: 39, 77, 115")
     assert any("MDR_90%" in line for line in lines) and math.isfinite(model[0].mdr)
+
+
+def test_a_workers_budget_reaches_the_controller_whole():
+    budget = ErrorBudget(0.01, GATES, looks=3, look=2, fractions=look_fractions(77, 115, 3, 2))
+    back = ErrorBudget.from_dict(budget.to_dict())
+    assert back == budget and back.z("model") == budget.z("model")
