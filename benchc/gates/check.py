@@ -213,7 +213,7 @@ def _intersect(base: Evidence, cur: Evidence) -> tuple[Evidence, Evidence, str |
     return base.restrict(keys), cur.restrict(keys), note
 
 
-def _shared_samples(base: Evidence, cur: Evidence) -> tuple[Evidence, str | None]:
+def shared_samples(base: Evidence, cur: Evidence) -> tuple[Evidence, str | None]:
     """A run on some of the baseline's samples (``--limit``) is checked on those samples."""
     mine = set(cur.ids)
     if not mine < set(base.ids):
@@ -356,7 +356,7 @@ def _aligned(base_ev: Evidence, cur_ev: Evidence) -> tuple[Evidence, Evidence, s
     cannot be compared)."""
     base_ev, cur_ev, note = _intersect(base_ev, cur_ev)
     n_available = len(base_ev.ids)
-    base_ev, shared = _shared_samples(base_ev, cur_ev)
+    base_ev, shared = shared_samples(base_ev, cur_ev)
     cur_ev, paired = cur_ev.align(base_ev.ids).paired_with(base_ev)
     return base_ev, cur_ev, "; ".join(x for x in (note, shared, paired) if x) or None, n_available
 

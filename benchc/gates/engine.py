@@ -21,11 +21,11 @@ from typing import Any, Literal
 from benchc.fsutil import display_path
 from benchc.gates.baselines import BaselineRef
 from benchc.gates.budget import ErrorBudget
-from benchc.gates.check import Outcome, ZFor, check, describe
+from benchc.gates.check import Outcome, ZFor, check, describe, shared_samples
 from benchc.gates.churn import churn_lines
 from benchc.gates.evidence import EvidenceError, GridEvidence
 from benchc.gates.facts import Facts
-from benchc.gates.figures import figures
+from benchc.gates.figures import FigureSpec, figures
 from benchc.gates.looks import sequential
 from benchc.gates.payload import Payload
 from benchc.gates.pipeline import check_case
@@ -212,7 +212,9 @@ class GateEngine:
             f"    {self.commands.record_release()}"
         )
 
-    def decide_sample(self, cell_key: str, sample_id: str, current: GridEvidence) -> CaseDecision:
+    def decide_sample(
+        self, cell_key: str, sample_id: str, current: GridEvidence, case: str = ""
+    ) -> CaseDecision:
         """Drill-down (``--per-sample``): one sample of cell ``current`` (one-cell evidence)
         against the cell snapshot's evidence, with the sample's own benign tolerance and its
         share of the false-alarm budget (:mod:`benchc.gates.samples`)."""
@@ -229,23 +231,23 @@ class GateEngine:
         key = (cell.evidence.digest, current.digest, z, self.seed)
         if key not in _SAMPLES:  # one computation per cell, not per sample
             _SAMPLES.clear()
-            _SAMPLES[key] = sample_verdicts(cell.evidence, current, z=z, seed=self.seed)  # type: ignore[arg-type]
+            base, _ = shared_samples(cell.evidence, current)  # a --limit run: its samples
+            _SAMPLES[key] = sample_verdicts(base, current, z=z, seed=self.seed)  # type: ignore[arg-type]
         v = _SAMPLES[key][sample_id]
         (spec,) = figures("sample", gated_only=True)
+        record = (sample_record(case, f"{cell_key}:{sample_id}", spec, v),)
         if v.status == "fail":
-            return CaseDecision(
-                (), "fail", f"sample {sample_id} in {cell_key}: {v.reason or v.describe(spec)}"
-            )
+            why = v.reason or v.describe(spec)
+            return CaseDecision(record, "fail", f"sample {sample_id} in {cell_key}: {why}")
         if v.status != "unchecked":
-            return CaseDecision(())
+            return CaseDecision(record)
         if self.policy.strict:
-            return CaseDecision(
-                (), "fail", f"sample {sample_id} in {cell_key}: {v.reason} (--strict-gates)"
-            )
+            why = f"sample {sample_id} in {cell_key}: {v.reason} (--strict-gates)"
+            return CaseDecision(record, "fail", why)
         # one reason text for every such sample: pytest's -rs summary counts them in one line
         why = (v.reason or "unchecked").partition(":")[0]
         return CaseDecision(
-            (), "skip", f"{why} (per-sample drill-down; the sample is in the test id)"
+            record, "skip", f"{why} (per-sample drill-down; the sample is in the test id)"
         )
 
     # -- a stored run ------------------------------------------------------------------------
@@ -327,6 +329,19 @@ def with_mdrs(payload: Payload, *, z_for: ZFor, seed: int) -> Payload:
     mdr = {o.spec.name: o.mdr for o in outcomes}
     figs = {k: replace(f, mdr=mdr.get(k, math.nan)) for k, f in payload.figures.items()}
     return replace(payload, figures=figs)
+
+
+def sample_record(case: str, scope: str, spec: FigureSpec, v: SampleVerdict) -> Record:
+    """One sample's verdict as a gate record (what the run's verdict and summary count)."""
+
+    def num(x: float) -> float | None:
+        return float(x) if math.isfinite(x) else None
+
+    return {"case": case, "scope": scope, "level": "sample", "figure": spec.name,
+            "label": spec.label, "direction": spec.direction, "status": v.status,
+            "baseline": num(v.baseline), "current": num(v.current),
+            "change": num(v.current - v.baseline), "tolerance": num(v.tolerance),
+            "z": num(v.z), "floor": spec.floor, "reason": v.reason}  # fmt: skip
 
 
 #: The last cell's per-sample verdicts (cases of one cell run one after another).

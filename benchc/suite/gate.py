@@ -168,7 +168,10 @@ class GateCheck:
         """Drill-down: one sample of the cell ``current`` against the cell snapshot's evidence
         (:meth:`GateEngine.decide_sample`). No file of its own: ``--snapshot-update`` records
         samples through their cell."""
-        decision = self.engine.decide_sample(cell_key, sample_id, current)
+        decision = self.engine.decide_sample(cell_key, sample_id, current, self.node.name)
+        for record in decision.records:  # the verdict counts a sample's gate like any other
+            if self.sink is not None:
+                self.sink(self.node.name, record)
         if decision.action == "fail":
             pytest.fail(decision.message, pytrace=False)
         if decision.action == "skip":

@@ -232,3 +232,33 @@ def test_no_function_in_gates_suite_or_report_is_over_60_lines():
                     if lines > 60:
                         long.append(f"{path.relative_to(REPO)}:{node.name} ({lines})")
     assert not long, long
+
+
+def test_a_samples_drill_down_on_a_limit_run_compares_its_own_samples(tmp_path):
+    """``--limit`` with ``--per-sample`` (the drill-down a failure prints): the cell snapshot
+    holds all the baseline's samples, the run its first ones; each sample's verdict is a gate
+    record the run's verdict counts (it raised "the two sides hold different samples")."""
+    import numpy as np
+
+    from benchc.gates import GridEvidence, Payload, default_rules, sidecar
+    from benchc.gates.budget import ErrorBudget
+    from benchc.gates.engine import GateEngine
+
+    rng = np.random.default_rng(0)
+    n = 30
+    answers = rng.integers(0, 4, n)
+    clean = rng.normal(size=(n, 4)).astype(np.float32) * 3
+    fog = clean + rng.normal(size=(n, 4)).astype(np.float32)
+    ids = [f"s{i}" for i in range(n)]
+    ev = GridEvidence.from_conditions(ids, answers, np.full(n, 4), clean, {"fog-1": fog})
+    cell = Payload("fog-1", "cell", "m", "d", n, {}, default_rules("cell"), {}, ev)
+    ref = BaselineRef("m", tmp_path / "m")
+    ref.folder.mkdir()
+    rel = sidecar.save(ref.folder, ev)
+    ref.snapshot("cell", "fog-1").write_text(cell.to_json(evidence_file=rel))
+    current = ev.take(np.arange(12))  # the first 12 samples, unchanged
+    engine = GateEngine(ref, budget=ErrorBudget(0.01, {"sample": 12}))
+    decision = engine.decide_sample("fog-1", "s3", current, "test_sample[fog-1-s3]")
+    (record,) = decision.records
+    assert decision.action in ("pass", "skip") and record["level"] == "sample"
+    assert record["scope"] == "fog-1:s3" and record["status"] in ("pass", "unchecked")
