@@ -315,7 +315,7 @@ def recording_verdict(
     not check listed, unless a case raised or could not be recorded (the baseline is
     incomplete), the run stopped, or a fault outside the model ended it."""
     records = list(records)
-    counts = {"recorded": sum(1 for r in records if r.get("status") == "recorded")}
+    counts = {s: sum(1 for r in records if r.get("status") == s) for s in ("recorded", "kept")}
     listed = tuple(unchecked_gates(records))
     return conclude(Overall("recorded", listed, counts, policy=policy), ending)
 

@@ -230,7 +230,9 @@ def _usage(o: Overall) -> str:
 
 
 def _recorded(o: Overall) -> str:
-    return f"{word('recorded')}: {o.counts.get('recorded', 0)} gate(s) recorded"
+    kept = o.counts.get("kept", 0)
+    also = f"; {kept} case(s) kept as recorded over a larger grid" if kept else ""
+    return f"{word('recorded')}: {o.counts.get('recorded', 0)} gate(s) recorded{also}"
 
 
 def _none(o: Overall) -> str:

@@ -26,10 +26,28 @@ from benchc.suite.messages import command
 from benchc.suite.options import suite_command
 
 
-def record_command(cfg: SuiteConfig, *, extra: tuple[str, ...] = ()) -> str:
+def record_command(cfg: SuiteConfig, *, extra: tuple[str, ...] = (), **overrides: Any) -> str:
     """The command that records this run's baseline (every comparability setting and the
-    baseline's name: :func:`benchc.suite.messages.command`)."""
-    return command(cfg, update=True, extra=extra)
+    baseline's name: :func:`benchc.suite.messages.command`; ``overrides``: fields set
+    otherwise)."""
+    return command(cfg, update=True, extra=extra, **overrides)
+
+
+def accept_command(cfg: SuiteConfig, ref: BaselineRef, case: str) -> str:
+    """The command that records ``case`` from this checkpoint (its change is intended). A
+    model-level or family case holds the baseline's whole grid, which a subset recording keeps
+    as it was: its command records over that grid, so it runs as printed and takes."""
+    from benchc import spec
+    from benchc.gates.baselines import recorded
+
+    over: dict[str, Any] = {}
+    if case.startswith(("test_model[", "test_family[")):
+        cells = recorded(ref.folder).conditions
+        keys = [spec.parse_condition(c) for c in cells] if cells else []
+        if keys:
+            over["corruptions"] = tuple(c for c in spec.CORRUPTIONS if any(k[0] == c for k in keys))
+            over["severities"] = tuple(sorted({k[1] for k in keys}))
+    return record_command(cfg, extra=("-k", case), **over)
 
 
 def run_record_command(
@@ -93,7 +111,7 @@ def engine_for(
 
     commands = Commands(
         record_release=release,
-        accept=lambda case: record_command(cfg, extra=("-k", case)),
+        accept=lambda case: accept_command(cfg, ref, case),
         drill_down=drill_down,
         look_first=lambda: changes.look_first(config),
     )

@@ -262,3 +262,21 @@ def test_a_samples_drill_down_on_a_limit_run_compares_its_own_samples(tmp_path):
     (record,) = decision.records
     assert decision.action in ("pass", "skip") and record["level"] == "sample"
     assert record["scope"] == "fog-1:s3" and record["status"] in ("pass", "unchecked")
+
+
+def test_accepting_a_model_level_change_records_over_the_baselines_grid():
+    """A subset run's "if this change is intended" command for a model-level case records
+    over the grid the baseline holds (a subset recording keeps the larger one as it was, so the
+    command would not take); a cell's records its own cell."""
+    from dataclasses import replace
+
+    from benchc.suite.config import SuiteConfig
+    from benchc.suite.gate import accept_command
+
+    ref = BaselineRef("tiny-vlm", REPO / "thresholds" / "tiny-vlm")
+    cfg = replace(SuiteConfig(), corruptions=("fog",), severities=(1, 3), limit=60)
+    model = accept_command(cfg, ref, "test_model[accuracy]")
+    assert "--corruptions" not in model and "--severities" not in model  # the whole grid
+    assert "--snapshot-update" in model and "--limit" not in model
+    cell = accept_command(cfg, ref, "test_cell[fog-1]")
+    assert "--corruptions=fog" in cell and "--severities=1,3" in cell
