@@ -239,6 +239,17 @@ def _store_location(value: Any, given: Mapping[str, Any], rootdir: Path) -> str 
     return str(value) if "://" in str(value) else str(_path(value, given, rootdir))
 
 
+def _within_looks(value: Any, given: Mapping[str, Any], rootdir: Path) -> int:
+    """``--look`` names one of ``--looks``: a look past the last has no budget left to spend."""
+    looks = given["looks"] or 1
+    if value > looks:
+        raise ConfigError(
+            f"--look={value} with --looks={looks}: a sequential gate has no look after "
+            "its last (its false-alarm budget is spent); the last look's verdict stands"
+        )
+    return value
+
+
 @dataclass(frozen=True)
 class Option:
     """One command-line option and the ``SuiteConfig`` field it fills (dest ``benchc_<field>``)."""
@@ -561,6 +572,7 @@ OPTIONS: tuple[Option, ...] = (
         type=_number(int, lambda n: n < 1, "must be >= 1"),
         metavar="k",
         policy=True,
+        finish=_within_looks,
     ),
     Option(
         "--report",

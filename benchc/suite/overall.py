@@ -82,7 +82,7 @@ def _ending(session: pytest.Session) -> tuple[str | None, bool]:
     if config.stash.get(INFRA, None) is not None or config.stash.get(STOPPED, None):
         return None, False  # a fault ended it: the verdict's infra (or usage) state says so
     stop = session.shouldfail or session.shouldstop
-    if stop:
+    if stop and selected:  # (a session of no gated case, e.g. the unit tests' own -x: not ours)
         return f"stopped early ({stop}) after {finished} of {selected} gated case(s)", False
     if selected and finished < selected:
         return f"{selected - finished} of {selected} gated case(s) did not run", False

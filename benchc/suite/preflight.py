@@ -183,11 +183,6 @@ def check_baseline(
     """One :class:`LoadError` when the run cannot be gated against its baseline; nothing to
     check when recording (``update``), except that a smoke run records nothing."""
     cfg = state.cfg
-    if cfg.look > cfg.looks:
-        raise LoadError(
-            f"--look={cfg.look} with --looks={cfg.looks}: a sequential gate has no look after "
-            "its last (its false-alarm budget is spent); the last look's verdict stands"
-        )
     if update:
         if cfg.limit is not None:
             raise LoadError(

@@ -77,6 +77,17 @@ def test_record_command_reproduces_the_selection(tmp_path):
     assert "--severities=1,5" in cmd and cmd.endswith("--snapshot-update")
 
 
+def test_a_look_past_the_last_is_a_usage_error_before_anything_loads(tmp_path):
+    """``--look`` beyond ``--looks`` has no budget left: one ConfigError naming both options
+    (the plugin's usage error), not a ValueError from the budget after collection."""
+    ok = SuiteConfig.from_options(_options(benchc_looks=2, benchc_look=2), rootdir=tmp_path)
+    assert (ok.looks, ok.look) == (2, 2)
+    with pytest.raises(ConfigError, match="--look=3 with --looks=2: .* no look after its last"):
+        SuiteConfig.from_options(_options(benchc_looks=2, benchc_look=3), rootdir=tmp_path)
+    with pytest.raises(ConfigError, match="--look=2 with --looks=1"):
+        SuiteConfig.from_options(_options(benchc_look=2), rootdir=tmp_path)
+
+
 def test_parse_degrade():
     assert parse_degrade("damp=0.3,sharpen=2") == {"damp": 0.3, "sharpen": 2.0}
     with pytest.raises(ConfigError, match="is not a number"):
