@@ -82,7 +82,7 @@ def test_a_look_past_the_last_is_a_usage_error_before_anything_loads(tmp_path):
     (the plugin's usage error), not a ValueError from the budget after collection."""
     ok = SuiteConfig.from_options(_options(benchc_looks=2, benchc_look=2), rootdir=tmp_path)
     assert (ok.looks, ok.look) == (2, 2)
-    with pytest.raises(ConfigError, match="--look=3 with --looks=2: .* no look after its last"):
+    with pytest.raises(ConfigError, match=r"--look=3 with --looks=2: .* no look after its last"):
         SuiteConfig.from_options(_options(benchc_looks=2, benchc_look=3), rootdir=tmp_path)
     with pytest.raises(ConfigError, match="--look=2 with --looks=1"):
         SuiteConfig.from_options(_options(benchc_look=2), rootdir=tmp_path)
