@@ -97,8 +97,47 @@ def calibration(ref: Outputs, benign: list[tuple[str, Outputs]]) -> None:
             print(f"| {name} | {level} | " + " | ".join(cells) + " |")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+#: One zoo member: (name, kind "benign" or "edit", strength, weight change, its outputs).
+Variant = tuple[str, str, str, str, Outputs]
+
+
+def zoo_variants(cfg: SuiteConfig, results_dir: Path, *, quick: bool = False) -> list[Variant]:
+    """The reference model (first), its benign settings, then every edit of
+    :data:`~benchc.testing.dev.checkpoints.EDITS` on its ladder (``quick``: the strongest
+    rung only), each written as a checkpoint folder and run through the suite's model path."""
+    ref = run_variant(cfg, vsi=False)
+    variants: list[Variant] = [
+        ("reference (itself)", "benign", "-", "0", ref),
+        ("bfloat16 inference", "benign", "-", "-", run_variant(cfg, dtype="bfloat16", vsi=False)),
+        ("batch size 1", "benign", "-", "-", run_variant(cfg, batch_size=1, vsi=False)),
+        ("attention eager", "benign", "-", "-",
+         run_variant(cfg, model_args={"attn_implementation": "eager"}, vsi=False)),
+    ]  # fmt: skip
+    source = Path(cfg.model)
+    for e in EDITS:
+        for s in e.strengths[-1:] if quick else e.strengths:
+            folder = results_dir / "checkpoints" / f"{_slug(e.name)}-{s:g}"
+            write_checkpoint(source, folder, e, s)
+            out = run_variant(cfg, model=str(folder), vsi=False)
+            kind = "benign" if e.benign else "edit"
+            variants.append((e.name, kind, f"{s:g}", f"{weight_change(source, folder):.3g}", out))
+    return variants
+
+
+def zoo_config(args: argparse.Namespace) -> SuiteConfig:
+    """The suite configuration the zoo runs under (the scripts' shared options)."""
+    return SuiteConfig(
+        model=args.model,
+        dataset=args.dataset,
+        corruptions=parse_corruptions(args.corruptions),
+        severities=parse_severities(args.severities),
+        results_dir=args.results_dir,
+    )
+
+
+def zoo_arguments(description: str) -> argparse.ArgumentParser:
+    """The options every zoo script takes (grid, testbed, resamples, budget, seed)."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--resamples", type=int, default=20)
     ap.add_argument("--corruptions", default=CORRUPTIONS)
     ap.add_argument("--severities", default=SEVERITIES)
@@ -108,33 +147,15 @@ def main() -> None:
     ap.add_argument("--results-dir", type=Path, default=Path(".benchc/checkpoint-zoo"))
     ap.add_argument("--quick", action="store_true", help="one strength per edit (smoke run)")
     ap.add_argument("--seed", type=int, default=1)
-    args = ap.parse_args()
+    return ap
 
-    cfg = SuiteConfig(
-        model=args.model,
-        dataset=args.dataset,
-        corruptions=parse_corruptions(args.corruptions),
-        severities=parse_severities(args.severities),
-        results_dir=args.results_dir,
-    )
+
+def main() -> None:
+    args = zoo_arguments(__doc__.split("\n")[0]).parse_args()
+    cfg = zoo_config(args)
     t0 = time.perf_counter()
-    ref = run_variant(cfg, vsi=False)
-    #: (name, kind, strength, weight change, outputs)
-    variants: list[tuple[str, str, str, str, Outputs]] = [
-        ("reference (itself)", "benign", "-", "0", ref),
-        ("bfloat16 inference", "benign", "-", "-", run_variant(cfg, dtype="bfloat16", vsi=False)),
-        ("batch size 1", "benign", "-", "-", run_variant(cfg, batch_size=1, vsi=False)),
-        ("attention eager", "benign", "-", "-",
-         run_variant(cfg, model_args={"attn_implementation": "eager"}, vsi=False)),
-    ]  # fmt: skip
-    source = Path(args.model)
-    for e in EDITS:
-        for s in e.strengths[-1:] if args.quick else e.strengths:
-            folder = args.results_dir / "checkpoints" / f"{_slug(e.name)}-{s:g}"
-            write_checkpoint(source, folder, e, s)
-            out = run_variant(cfg, model=str(folder), vsi=False)
-            kind = "benign" if e.benign else "edit"
-            variants.append((e.name, kind, f"{s:g}", f"{weight_change(source, folder):.3g}", out))
+    variants = zoo_variants(cfg, args.results_dir, quick=args.quick)
+    ref = variants[0][4]
     t_models = time.perf_counter() - t0
 
     budget = budget_for(ref, args.budget)

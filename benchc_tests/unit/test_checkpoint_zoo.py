@@ -43,6 +43,33 @@ def test_checkpoint_zoo_runs_every_edit_through_the_gates(tmp_path):
 
 
 @pytest.mark.zoo
+def test_the_sequential_zoo_gates_every_variant_with_each_design(tmp_path):
+    """``benchmarks/sequential_zoo.py`` on the miniature: every variant gated by the fixed
+    design and by 3 and 5 looks through the engine's verdict; the reference against itself
+    (bit-identical) PASSes at look 1 of each sequential design, spending that look's samples."""
+    from benchc.data import save_jsonl
+    from benchc.data.synthetic import generate
+
+    save_jsonl(generate(16, 3), tmp_path / "testbed")
+    cmd = [
+        sys.executable, str(REPO / "benchmarks" / "sequential_zoo.py"), "--resamples", "2",
+        "--quick", "--corruptions", "fog", "--severities", "3",
+        "--dataset", str(tmp_path / "testbed"), "--results-dir", str(tmp_path / "results"),
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "look sizes 3: [6, 11, 16], 5: [4, 7, 10, 13, 16]" in out.stdout
+    rows = [ln for ln in out.stdout.splitlines() if ln.startswith("| ") and "| kind |" not in ln]
+    names = {r.split("|")[1].strip() for r in rows}
+    assert {e.name for e in EDITS} | {"bfloat16 inference"} <= names
+    cols = [c.strip() for c in next(r for r in rows if r.startswith("| reference")).split("|")]
+    # fixed F/U/I/P, 3 looks F/U/I/P and passes, 5 looks F/U/I/P, passes and where it stopped
+    assert cols[7:12] == ["0/0/0/2", "0.38", "0/0/0/2", "0.25", "1: 2"]
+    assert "mean forward passes at 5 looks" in out.stdout and "# targets missed:" in out.stdout
+
+
+@pytest.mark.zoo
 def test_a_weight_edit_is_a_real_checkpoint_written_once_and_reproducibly(tmp_path):
     from safetensors.numpy import load_file
     from transformers import AutoModelForImageTextToText
