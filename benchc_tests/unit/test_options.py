@@ -96,6 +96,10 @@ def test_the_options_reference_lists_exactly_the_declared_options():
     assert len(listed) == len(set(listed))
 
 
+#: What an option's example needs beside it to be valid (a look of a sequential design).
+COMPANIONS = {"--look": ["--looks=3"]}
+
+
 def test_every_option_has_an_example():
     assert sorted(EXAMPLES) == sorted(opt.flag for opt in OPTIONS)
 
@@ -118,6 +122,7 @@ def test_every_option_round_trips_into_the_config(opt, tmp_path, monkeypatch):
     (tmp_path / "data").mkdir()
     text, want = EXAMPLES[opt.flag]
     args = [opt.flag] if text is None else [f"{opt.flag}={text}"]
+    args += COMPANIONS.get(opt.flag, [])
     cfg = SuiteConfig.from_options(vars(_parser().parse_args(args)).get, rootdir=tmp_path)
     value = getattr(cfg, opt.field)
     if isinstance(want, str) and want.startswith("rootdir/"):
