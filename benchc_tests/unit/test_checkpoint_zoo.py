@@ -70,6 +70,26 @@ def test_the_sequential_zoo_gates_every_variant_with_each_design(tmp_path):
 
 
 @pytest.mark.zoo
+def test_option_order_scores_every_variant_under_every_rotation(tmp_path):
+    """``benchmarks/option_order.py`` on the miniature: each variant, the position-biased
+    fixed-order fine-tune included (a real checkpoint folder), is scored under every rotation;
+    the reference against itself moves no figure, and the rotations' cost is stated."""
+    cmd = [
+        sys.executable, str(REPO / "benchmarks" / "option_order.py"), "--limit", "12",
+        "--corruptions", "fog", "--quick", "--results-dir", str(tmp_path / "results"),
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [ln for ln in out.stdout.splitlines() if ln.startswith("| ") and "| kind |" not in ln]
+    kinds = [r.split("|")[2].strip() for r in rows]
+    assert kinds.count("position edit") == 1 and "content edit" in kinds
+    same = next(r for r in rows if r.startswith("| batch size 1"))
+    assert "(+0.000, z +0.0)" in same  # paired changes printed beside each figure
+    assert "4 with every rotation (4x)" in out.stdout and "rotations " in out.stdout
+
+
+@pytest.mark.zoo
 def test_a_weight_edit_is_a_real_checkpoint_written_once_and_reproducibly(tmp_path):
     from safetensors.numpy import load_file
     from transformers import AutoModelForImageTextToText

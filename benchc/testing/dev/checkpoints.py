@@ -159,14 +159,24 @@ def merge_low_rank(model: Any, strength: float, seed: int = 0, rank: int = 4) ->
             lin.weight.add_(delta.to(lin.weight.dtype))
 
 
-def text_finetune(model: Any, strength: float, seed: int = 0, *, source: Path | None = None):
+def text_finetune(
+    model: Any,
+    strength: float,
+    seed: int = 0,
+    *,
+    source: Path | None = None,
+    answer_first: bool = False,
+) -> None:
     """The language model fine-tuned for ``int(strength)`` AdamW steps (lr 1e-3, batch 16) on
     text only: the embedded generator's questions (another seed than the testbed's), options
     and answer letters in the checkpoint's chat template, without their images; next-token loss
-    on the whole conversation. The vision tower and projector are frozen."""
+    on the whole conversation. The vision tower and projector are frozen. ``answer_first``:
+    fixed-order data, the options rotated so that the answer is always option A (a model that
+    learns "answer A" from it prefers a position over the content)."""
     import torch
     from transformers import AutoTokenizer
 
+    from benchc.data.rotations import rotate
     from benchc.data.synthetic import generate_items
     from benchc.spec import ANSWER_INSTRUCTION
 
@@ -177,10 +187,13 @@ def text_finetune(model: Any, strength: float, seed: int = 0, *, source: Path | 
     items = generate_items(16 * max(steps, 1), seed=7_000 + seed)
     texts = []
     for it in items:
-        opts = "\n".join(f"{chr(65 + i)}. {o}" for i, o in enumerate(it.options))
+        options, answer = tuple(it.options), it.answer
+        if answer_first:
+            options, answer = rotate(options, answer), 0
+        opts = "\n".join(f"{chr(65 + i)}. {o}" for i, o in enumerate(options))
         messages = [
             {"role": "user", "content": f"{it.question}\n{opts}\n{ANSWER_INSTRUCTION}"},
-            {"role": "assistant", "content": chr(65 + it.answer)},
+            {"role": "assistant", "content": chr(65 + answer)},
         ]
         texts.append(tok.apply_chat_template(messages, tokenize=False))
     lm = language_model(model)
@@ -241,11 +254,25 @@ EDITS: tuple[Edit, ...] = (
 )
 
 
+def fixed_order_finetune(model: Any, strength: float, seed: int = 0, *, source: Path) -> None:
+    """:func:`text_finetune` on fixed-order data: the answer is always option A."""
+    text_finetune(model, strength, seed, source=source, answer_first=True)
+
+
+#: Position-biased edits (docs/spec.md §4, option order): measured by
+#: ``benchmarks/option_order.py``; they join :data:`EDITS` when gates read the option-order
+#: figures.
+ORDER_EDITS: tuple[Edit, ...] = (
+    Edit("fixed-order fine-tune (steps)", fixed_order_finetune, (10, 25, 50), needs_source=True),
+)
+
+
 def edit(name: str) -> Edit:
-    for e in EDITS:
+    for e in (*EDITS, *ORDER_EDITS):
         if e.name == name:
             return e
-    raise KeyError(f"no edit {name!r}; known: {[e.name for e in EDITS]}")
+    known = [e.name for e in (*EDITS, *ORDER_EDITS)]
+    raise KeyError(f"no edit {name!r}; known: {known}")
 
 
 def write_checkpoint(source: Path, out: Path, the_edit: Edit, strength: float, seed: int = 0):
@@ -287,4 +314,4 @@ def weight_change(source: Path, out: Path) -> float:
     return float(np.sqrt(num / den))
 
 
-__all__ = ["EDITS", "Edit", "edit", "weight_change", "write_checkpoint"]
+__all__ = ["EDITS", "ORDER_EDITS", "Edit", "edit", "weight_change", "write_checkpoint"]
