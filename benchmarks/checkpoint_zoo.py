@@ -27,11 +27,13 @@ import argparse
 import re
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from gate_power import Outputs, budget_for, cases, gate_statuses, resample, run_variant
 
+from benchc.gates import ErrorBudget
 from benchc.suite.config import (
     DEFAULT_DATASET,
     DEFAULT_MODEL,
@@ -150,18 +152,40 @@ def zoo_arguments(description: str) -> argparse.ArgumentParser:
     return ap
 
 
-def main() -> None:
-    args = zoo_arguments(__doc__.split("\n")[0]).parse_args()
-    cfg = zoo_config(args)
-    t0 = time.perf_counter()
-    variants = zoo_variants(cfg, args.results_dir, quick=args.quick)
-    ref = variants[0][4]
-    t_models = time.perf_counter() - t0
+@dataclass(frozen=True)
+class Zoo:
+    """A zoo script's run: its options, every variant (the reference first), the budget the
+    gates spend, the bootstrap resamples (rows of the testbed) and the models' wall time."""
 
-    budget = budget_for(ref, args.budget)
+    args: argparse.Namespace
+    variants: list[Variant]
+    budget: ErrorBudget
+    rows: list[np.ndarray]
+    seconds: float
+
+    @property
+    def ref(self) -> Outputs:
+        return self.variants[0][4]
+
+
+def run_zoo(description: str) -> Zoo:
+    """Parse the zoo options, run every variant, draw the resamples (``--seed``)."""
+    args = zoo_arguments(description).parse_args()
+    t0 = time.perf_counter()
+    variants = zoo_variants(zoo_config(args), args.results_dir, quick=args.quick)
+    seconds = time.perf_counter() - t0
+    ref = variants[0][4]
     rng = np.random.default_rng(args.seed)
     n = len(ref.grid.ids)
     rows = [rng.integers(0, n, n) for _ in range(args.resamples)]
+    return Zoo(args, variants, budget_for(ref, args.budget), rows, seconds)
+
+
+def main() -> None:
+    zoo = run_zoo(__doc__.split("\n")[0])
+    args, variants, ref, budget, rows = zoo.args, zoo.variants, zoo.ref, zoo.budget, zoo.rows
+    n = len(ref.grid.ids)
+    t0, t_models = time.perf_counter() - zoo.seconds, zoo.seconds
     print(f"# checkpoint zoo: {args.resamples} bootstrap resamples of the testbed ({n} samples, "
           f"{len(ref.grid.conditions)} cells: {args.corruptions} x {args.severities})")  # fmt: skip
     print(f"# {budget.describe()}")

@@ -31,8 +31,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-from checkpoint_zoo import MEANINGFUL, SHARE, zoo_arguments, zoo_config, zoo_variants
-from gate_power import Outputs, _payload, budget_for, cases, resample
+from checkpoint_zoo import MEANINGFUL, SHARE, run_zoo
+from gate_power import Outputs, _payload, cases, resample
 
 from benchc.gates import ErrorBudget, check
 from benchc.gates.budget import look_fractions
@@ -100,17 +100,10 @@ def _power_at_mdr_p(looks: int, alpha: float) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = zoo_arguments(__doc__.split("\n")[0])
-    args = ap.parse_args()
-    cfg = zoo_config(args)
-    t0 = time.perf_counter()
-    variants = zoo_variants(cfg, args.results_dir, quick=args.quick)
-    ref = variants[0][4]
-    t_models = time.perf_counter() - t0
-    budget = budget_for(ref, args.budget)
-    rng = np.random.default_rng(args.seed)
+    zoo = run_zoo(__doc__.split("\n")[0])
+    args, variants, ref, budget, rows = zoo.args, zoo.variants, zoo.ref, zoo.budget, zoo.rows
+    t0, t_models = time.perf_counter() - zoo.seconds, zoo.seconds
     total = len(ref.grid.ids)
-    rows = [rng.integers(0, total, total) for _ in range(args.resamples)]
     print(f"# sequential zoo: {args.resamples} bootstrap resamples of the testbed ({total} "
           f"samples, {len(ref.grid.conditions)} cells: {args.corruptions} x {args.severities}); "
           f"look sizes 3: {look_sizes(total, 3)}, 5: {look_sizes(total, 5)}")  # fmt: skip

@@ -20,26 +20,36 @@ REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / "fixtures" / "tiny-vlm"
 
 
-@pytest.mark.zoo
-def test_checkpoint_zoo_runs_every_edit_through_the_gates(tmp_path):
-    from benchc.data import save_jsonl
-    from benchc.data.synthetic import generate
-
-    save_jsonl(generate(16, 3), tmp_path / "testbed")
-    cmd = [
-        sys.executable, str(REPO / "benchmarks" / "checkpoint_zoo.py"), "--resamples", "2",
-        "--quick", "--corruptions", "fog", "--severities", "3",
-        "--dataset", str(tmp_path / "testbed"), "--results-dir", str(tmp_path / "results"),
-    ]  # fmt: skip
+def _script(name: str, *args: str) -> tuple[str, list[str]]:
+    """``benchmarks/<name>`` run as a user runs it; its output and its table rows."""
+    cmd = [sys.executable, str(REPO / "benchmarks" / name), *args]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     rows = [ln for ln in out.stdout.splitlines() if ln.startswith("| ") and "| kind |" not in ln]
+    return out.stdout, rows
+
+
+def _zoo_script(name: str, tmp_path: Path) -> tuple[str, list[str]]:
+    """A zoo script on the miniature: 16 samples, fog-3, two resamples, one rung per edit."""
+    from benchc.data import save_jsonl
+    from benchc.data.synthetic import generate
+
+    save_jsonl(generate(16, 3), tmp_path / "testbed")
+    return _script(
+        name, "--resamples", "2", "--quick", "--corruptions", "fog", "--severities", "3",
+        "--dataset", str(tmp_path / "testbed"), "--results-dir", str(tmp_path / "results"),
+    )  # fmt: skip
+
+
+@pytest.mark.zoo
+def test_checkpoint_zoo_runs_every_edit_through_the_gates(tmp_path):
+    stdout, rows = _zoo_script("checkpoint_zoo.py", tmp_path)
     names = {r.split("|")[1].strip() for r in rows}
     assert {e.name for e in EDITS} | {"bfloat16 inference", "batch size 1"} <= names
     reference = next(r for r in rows if r.startswith("| reference (itself)"))
     assert reference.split("|")[9:12] == [" 0 ", " 0 ", " 2 "]  # FAIL, UNRESOLVED, PASS
-    assert "# edits losing >= 0.03" in out.stdout and "# benign variants:" in out.stdout
+    assert "# edits losing >= 0.03" in stdout and "# benign variants:" in stdout
 
 
 @pytest.mark.zoo
@@ -47,26 +57,14 @@ def test_the_sequential_zoo_gates_every_variant_with_each_design(tmp_path):
     """``benchmarks/sequential_zoo.py`` on the miniature: every variant gated by the fixed
     design and by 3 and 5 looks through the engine's verdict; the reference against itself
     (bit-identical) PASSes at look 1 of each sequential design, spending that look's samples."""
-    from benchc.data import save_jsonl
-    from benchc.data.synthetic import generate
-
-    save_jsonl(generate(16, 3), tmp_path / "testbed")
-    cmd = [
-        sys.executable, str(REPO / "benchmarks" / "sequential_zoo.py"), "--resamples", "2",
-        "--quick", "--corruptions", "fog", "--severities", "3",
-        "--dataset", str(tmp_path / "testbed"), "--results-dir", str(tmp_path / "results"),
-    ]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "look sizes 3: [6, 11, 16], 5: [4, 7, 10, 13, 16]" in out.stdout
-    rows = [ln for ln in out.stdout.splitlines() if ln.startswith("| ") and "| kind |" not in ln]
+    stdout, rows = _zoo_script("sequential_zoo.py", tmp_path)
+    assert "look sizes 3: [6, 11, 16], 5: [4, 7, 10, 13, 16]" in stdout
     names = {r.split("|")[1].strip() for r in rows}
     assert {e.name for e in EDITS} | {"bfloat16 inference"} <= names
     cols = [c.strip() for c in next(r for r in rows if r.startswith("| reference")).split("|")]
     # fixed F/U/I/P, 3 looks F/U/I/P and passes, 5 looks F/U/I/P, passes and where it stopped
     assert cols[7:12] == ["0/0/0/2", "0.38", "0/0/0/2", "0.25", "1: 2"]
-    assert "mean forward passes at 5 looks" in out.stdout and "# targets missed:" in out.stdout
+    assert "mean forward passes at 5 looks" in stdout and "# targets missed:" in stdout
 
 
 @pytest.mark.zoo
@@ -74,19 +72,15 @@ def test_option_order_scores_every_variant_under_every_rotation(tmp_path):
     """``benchmarks/option_order.py`` on the miniature: each variant, the position-biased
     fixed-order fine-tune included (a real checkpoint folder), is scored under every rotation;
     the reference against itself moves no figure, and the rotations' cost is stated."""
-    cmd = [
-        sys.executable, str(REPO / "benchmarks" / "option_order.py"), "--limit", "12",
-        "--corruptions", "fog", "--quick", "--results-dir", str(tmp_path / "results"),
-    ]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    rows = [ln for ln in out.stdout.splitlines() if ln.startswith("| ") and "| kind |" not in ln]
+    stdout, rows = _script(
+        "option_order.py", "--limit", "12", "--corruptions", "fog", "--quick",
+        "--results-dir", str(tmp_path / "results"),
+    )  # fmt: skip
     kinds = [r.split("|")[2].strip() for r in rows]
     assert kinds.count("position edit") == 1 and "content edit" in kinds
     same = next(r for r in rows if r.startswith("| batch size 1"))
     assert "(+0.000, z +0.0)" in same  # paired changes printed beside each figure
-    assert "4 with every rotation (4x)" in out.stdout and "rotations " in out.stdout
+    assert "4 with every rotation (4x)" in stdout and "rotations " in stdout
 
 
 @pytest.mark.zoo
