@@ -188,17 +188,32 @@ def futility_bounds(
     above ``c_k`` (clamped: the look then decides every path), and ``a_K = c_K`` whatever beta
     is left, so the last look decides. The power this gives is :func:`power` with these bounds
     (exactly ``1 - beta`` at the drift :func:`solve_drift` finds)."""
+    return _futility_pass(fractions, efficacy, beta, drift, spending)[0]
+
+
+def _futility_pass(
+    fractions: Sequence[float],
+    efficacy: Sequence[float],
+    beta: float,
+    drift: float,
+    spending: str | Spending,
+) -> tuple[np.ndarray, float]:
+    """:func:`futility_bounds` and, from the same sub-densities, the power with them (what
+    :func:`power` computes with these bounds, bit for bit: the same looks, stepped once)."""
     t = _fractions(fractions)
     c = np.asarray(efficacy, dtype=float)
     spend = SPENDING[spending] if isinstance(spending, str) else spending
     inc = np.diff(np.asarray(spend(t, beta), dtype=float), prepend=0.0)
     a = np.empty(t.size)
     a[-1] = c[-1]
+    up = np.zeros(t.size)
+    up[0] = ndtr(drift * math.sqrt(t[0]) - c[0])
     if t.size == 1:
-        return a
+        return a, float(up.sum())
     a[0] = min(drift * math.sqrt(t[0]) + ndtri(inc[0]), c[0])
     look = _first(t[0], a[0], c[0], drift)
     for k in range(1, t.size - 1):
+        up[k] = look.above(t[k], c[k], drift)
         target = math.log(inc[k])
         if look.below(t[k], c[k], drift) <= inc[k]:
             a[k] = c[k]
@@ -210,7 +225,8 @@ def futility_bounds(
             lo = drift * math.sqrt(t[k]) + ndtri(inc[k]) - 0.5
             a[k] = brentq(f, min(lo, c[k] - 1.0), c[k], xtol=1e-10)
         look = look.step(t[k], a[k], c[k], drift)
-    return a
+    up[-1] = look.above(t[-1], c[-1], drift)
+    return a, float(up.sum())
 
 
 def power(
@@ -255,8 +271,9 @@ def solve_drift(
         return float(efficacy[0]) + float(ndtri(target))
 
     def f(theta: float) -> float:
-        fut = futility_bounds(fractions, efficacy, beta, theta, spending) if futility else None
-        return power(fractions, efficacy, theta, fut) - target
+        if futility:  # bounds and power from one pass over the looks
+            return _futility_pass(fractions, efficacy, beta, theta, spending)[1] - target
+        return power(fractions, efficacy, theta) - target
 
     hi = float(np.max(efficacy)) + abs(float(ndtri(target))) + 2.0
     return float(brentq(f, 0.0, hi, xtol=1e-9))
