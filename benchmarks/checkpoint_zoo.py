@@ -168,9 +168,13 @@ class Zoo:
         return self.variants[0][4]
 
 
-def run_zoo(description: str) -> Zoo:
-    """Parse the zoo options, run every variant, draw the resamples (``--seed``)."""
-    args = zoo_arguments(description).parse_args()
+def run_zoo(description: str, *, jobs: bool = False) -> Zoo:
+    """Parse the zoo options (``jobs``: and ``--jobs``, processes that gate the variants), run
+    every variant, draw the resamples (``--seed``)."""
+    ap = zoo_arguments(description)
+    if jobs:
+        ap.add_argument("--jobs", type=int, default=1, help="processes gating the variants")
+    args = ap.parse_args()
     t0 = time.perf_counter()
     variants = zoo_variants(zoo_config(args), args.results_dir, quick=args.quick)
     seconds = time.perf_counter() - t0

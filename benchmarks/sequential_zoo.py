@@ -26,12 +26,13 @@ cell). The last lines check issue 51's targets; the power at MDR_P of one gate (
 from __future__ import annotations
 
 import math
+import multiprocessing
 import time
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-from checkpoint_zoo import MEANINGFUL, SHARE, run_zoo
+from checkpoint_zoo import MEANINGFUL, SHARE, Variant, run_zoo
 from gate_power import Outputs, _payload, cases, resample
 
 from benchc.gates import ErrorBudget, check
@@ -79,10 +80,6 @@ def decide(base: Outputs, cur: Outputs, looks: int, budget: ErrorBudget) -> Deci
     raise AssertionError("unreachable: the last look decides")
 
 
-def _label(state: str) -> str:
-    return state.upper()
-
-
 def _bit_identical(a: Outputs, b: Outputs) -> bool:
     x, y = a.grid.arrays(), b.grid.arrays()
     return x.keys() == y.keys() and all(np.array_equal(x[k], y[k]) for k in x)
@@ -99,8 +96,51 @@ def _power_at_mdr_p(looks: int, alpha: float) -> tuple[float, float]:
     return at_fixed, g.mdr_p / g.fixed_mdr_p
 
 
+#: What the pool's workers read (set before the fork).
+_SHARED: dict = {}
+
+
+def _decisions(i: int) -> dict[int, list[Decision]]:
+    """Variant ``i`` against the reference on every resample, by each design."""
+    ref, rows, budget = _SHARED["ref"], _SHARED["rows"], _SHARED["budget"]
+    out = _SHARED["variants"][i][4]
+    return {k: [decide(resample(ref, r, r), resample(out, r, r), k, budget) for r in rows]
+            for k in DESIGNS}  # fmt: skip
+
+
+class Tally:
+    """The table's rows, printed as the variants finish, and what they say of the targets."""
+
+    def __init__(self, ref: Outputs, total: int) -> None:
+        self.ref, self.total, self.f0 = ref, total, ref.grid.figures()
+        self.problems: list[str] = []
+        self.shares: dict[str, list[float]] = {"benign": [], "edit": []}
+
+    def row(self, variant: Variant, decided: dict[int, list[Decision]]) -> None:
+        name, kind, strength, _dw, out = variant
+        counts = {k: Counter(d.state.upper() for d in ds) for k, ds in decided.items()}
+        share = {k: float(np.mean([d.n / self.total for d in ds])) for k, ds in decided.items()}
+        stops = Counter(d.look for d in decided[5])
+        f = out.grid.figures()
+        d_clean = f["acc_clean"] - self.f0["acc_clean"]
+        d_corr = f["accuracy"] - self.f0["accuracy"]
+        fup = {k: "/".join(str(c[s]) for s in ("FAIL", "UNRESOLVED", "INCONCLUSIVE", "PASS"))
+               for k, c in counts.items()}  # fmt: skip
+        at = ", ".join(f"{lk}: {c}" for lk, c in sorted(stops.items()))
+        print(f"| {name} | {kind} | {strength} | {d_clean:+.3f} | {d_corr:+.3f} | {fup[1]} "
+              f"| {fup[3]} | {share[3]:.2f} | {fup[5]} | {share[5]:.2f} | {at} |",
+              flush=True)  # fmt: skip
+        label = f"{name} {strength}".strip(" -")
+        identical = _bit_identical(self.ref, out)
+        self.problems += _misses(label, kind, identical, decided, (d_clean, d_corr))
+        if kind == "benign" and not identical:
+            self.shares["benign"].append(share[5])
+        elif kind == "edit" and max(-d_clean, -d_corr) >= MEANINGFUL - 1e-12:
+            self.shares["edit"].append(share[5])
+
+
 def main() -> None:
-    zoo = run_zoo(__doc__.split("\n")[0])
+    zoo = run_zoo(__doc__.split("\n")[0], jobs=True)
     args, variants, ref, budget, rows = zoo.args, zoo.variants, zoo.ref, zoo.budget, zoo.rows
     t0, t_models = time.perf_counter() - zoo.seconds, zoo.seconds
     total = len(ref.grid.ids)
@@ -113,30 +153,14 @@ def main() -> None:
           "| 3 looks F/U/I/P | 3 looks passes | 5 looks F/U/I/P | 5 looks passes "
           "| 5 looks: stopped at look |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    f0 = ref.grid.figures()
-    problems: list[str] = []
-    shares: dict[str, list[float]] = {"benign": [], "edit": []}
-    for name, kind, strength, _dw, out in variants:
-        decided = {k: [decide(resample(ref, r, r), resample(out, r, r), k, budget) for r in rows]
-                   for k in DESIGNS}  # fmt: skip
-        counts = {k: Counter(_label(d.state) for d in ds) for k, ds in decided.items()}
-        share = {k: float(np.mean([d.n / total for d in ds])) for k, ds in decided.items()}
-        stops = Counter(d.look for d in decided[5])
-        f = out.grid.figures()
-        d_clean, d_corr = f["acc_clean"] - f0["acc_clean"], f["accuracy"] - f0["accuracy"]
-
-        fup = {k: "/".join(str(c[s]) for s in ("FAIL", "UNRESOLVED", "INCONCLUSIVE", "PASS"))
-               for k, c in counts.items()}  # fmt: skip
-        at = ", ".join(f"{lk}: {c}" for lk, c in sorted(stops.items()))
-        print(f"| {name} | {kind} | {strength} | {d_clean:+.3f} | {d_corr:+.3f} | {fup[1]} "
-              f"| {fup[3]} | {share[3]:.2f} | {fup[5]} | {share[5]:.2f} | {at} |",
-              flush=True)  # fmt: skip
-        label = f"{name} {strength}".strip(" -")
-        problems += _misses(label, kind, _bit_identical(ref, out), decided, (d_clean, d_corr))
-        if kind == "benign" and not _bit_identical(ref, out):
-            shares["benign"].append(share[5])
-        elif kind == "edit" and max(-d_clean, -d_corr) >= MEANINGFUL - 1e-12:
-            shares["edit"].append(share[5])
+    tally = Tally(ref, total)
+    _SHARED.update(ref=ref, variants=variants, rows=rows, budget=budget)
+    ctx = multiprocessing.get_context("fork")  # the workers read the variants as they are
+    with ctx.Pool(args.jobs) as pool:
+        every = pool.imap(_decisions, range(len(variants)))
+        for variant, decided in zip(variants, every, strict=True):
+            tally.row(variant, decided)
+    problems, shares = tally.problems, tally.shares
     t_gates = time.perf_counter() - t0 - t_models
     print()
     for kind, target in (("benign", BENIGN_SHARE), ("edit", EDIT_SHARE)):
