@@ -104,30 +104,29 @@ class GateDesign:
         return np.maximum(self.floor, self.bound(look, n) * np.asarray(se, dtype=float))
 
     def pass_below(self, look: int, se: float | np.ndarray, n: int | None = None) -> np.ndarray:
-        """The change below which this gate is futile at ``look`` with paired SE ``se``. At the
-        last look a studentised bound moves it up alike, so the last look still decides on the
-        planned SE."""
-        g = float(self.margin[look - 1])
-        if n is not None and look == self.efficacy.size:
-            g -= self.bound(look, n) - float(self.efficacy[-1])
-        return self.mdr_p - g * np.asarray(se, dtype=float)
+        """The change below which this gate is futile at ``look`` with paired SE ``se``. The
+        last look decides as a fixed gate does: below the bound at the *planned* SE (where
+        ``MDR_P - g_K SE`` meets it), so a change between that and this run's own, wider
+        failing bound is UNRESOLVED (beyond what the design resolves) and a smaller one PASSes
+        however wide the run's SE (with it, ``MDR_P - g_K SE`` would leave benign noise
+        UNRESOLVED where a fixed gate PASSes; docs/guides/sequential.md)."""
+        se = np.asarray(se, dtype=float)
+        if look == self.efficacy.size:
+            planned = self.fail_above(look, self.planned_se(look), n)
+            return np.broadcast_to(planned, se.shape).astype(float)
+        return self.mdr_p - float(self.margin[look - 1]) * se
 
     def planned_se(self, look: int) -> float:
         return self.se_full / math.sqrt(self.fractions[look - 1])
 
     def resolve_n(self, n: int, worse: float, se: float) -> int | None:
         """Samples at which this change, at the run's paired variance (SE ~ 1/sqrt(n)), would
-        fail (``worse > c_K SE'``) or be futile (``worse < MDR_P - g_K SE'``), whichever comes
-        first; None when neither can (a change between floor and MDR_P with SE 0)."""
-        c, g = self.efficacy[-1], self.margin[-1]
-        need = []
-        if worse > self.floor and worse > 0:
-            need.append(n * (c * se / worse) ** 2)
-        if worse < self.mdr_p:
-            need.append(n * (g * se / (self.mdr_p - worse)) ** 2)
-        if not need:
+        fail (``worse > c_K SE'``): at the last look a change beyond the planned bound resolves
+        only by failing (:meth:`pass_below`). None when it cannot (at or below the floor)."""
+        c = self.efficacy[-1]
+        if worse <= self.floor or worse <= 0:
             return None
-        return max(n, math.floor(min(need)) + 1)
+        return max(n, math.floor(n * (c * se / worse) ** 2) + 1)
 
 
 @dataclass(frozen=True)
@@ -172,7 +171,9 @@ def states(
     to studentise the bounds (:meth:`GateDesign.bound`); None: z bounds."""
     fail = np.stack([g.fail_above(look, se[..., i], n) for i, g in enumerate(gates)], -1)
     futile = np.stack([g.pass_below(look, se[..., i], n) for i, g in enumerate(gates)], -1)
-    return np.where(worse > fail, 1, np.where(worse < futile, 2, 0))
+    last = bool(gates) and look == gates[0].efficacy.size  # decides: not above is PASS
+    below = worse <= futile if last else worse < futile
+    return np.where(worse > fail, 1, np.where(below, 2, 0))
 
 
 @dataclass(frozen=True)
