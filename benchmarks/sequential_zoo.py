@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from checkpoint_zoo import MEANINGFUL, SHARE, Variant, run_zoo
-from gate_power import Outputs, _payload, cases, resample
+from gate_power import Outputs, _payload, cases, logit_rms, resample
 
 from benchc.gates import ErrorBudget, check
 from benchc.gates.budget import look_fractions
@@ -43,6 +43,9 @@ from benchc.gates.engine import run_verdict
 DESIGNS = (1, 3, 5)
 #: Issue 51's targets: forward-pass shares (of the fixed design's) at 5 looks.
 BENIGN_SHARE, EDIT_SHARE = 0.70, 0.60
+#: A benign variant carries real noise when its option logits move by more than this (RMS):
+#: bfloat16 rounding moves them by ~1e-2, another batch size or attention kernel by ~1e-6.
+REAL_NOISE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,7 @@ class Tally:
         label = f"{name} {strength}".strip(" -")
         identical = _bit_identical(self.ref, out)
         self.problems += _misses(label, kind, identical, decided, (d_clean, d_corr))
-        if kind == "benign" and not identical:
+        if kind == "benign" and logit_rms(self.ref, out) > REAL_NOISE:
             self.shares["benign"].append(share[5])
         elif kind == "edit" and max(-d_clean, -d_corr) >= MEANINGFUL - 1e-12:
             self.shares["edit"].append(share[5])
@@ -165,7 +168,8 @@ def main() -> None:
     print()
     for kind, target in (("benign", BENIGN_SHARE), ("edit", EDIT_SHARE)):
         got = float(np.mean(shares[kind])) if shares[kind] else float("nan")
-        what = "noisy benign variants" if kind == "benign" else f"edits costing >= {MEANINGFUL:g}"
+        what = (f"benign variants with real noise (logit RMS > {REAL_NOISE:g})" if kind == "benign"
+                else f"edits costing >= {MEANINGFUL:g}")  # fmt: skip
         met = "met" if got <= target else "MISSED"
         print(f"# {what}: mean forward passes at 5 looks {got:.2f} of the fixed design's "
               f"(target <= {target:.2f}: {met}; {len(shares[kind])} variants)")  # fmt: skip
