@@ -165,8 +165,10 @@ def sequential(
     """A look of a group-sequential design (``--looks K``): each judged gate failed at the
     look's boundary already (its z is the look's bound); one whose change lies below its
     futility bound (O'Brien-Fleming-type beta spending under a true change of MDR_P, non-binding)
-    stays PASS; every other becomes UNRESOLVED: between its bounds before the last look (the next
-    look decides), or neither failed nor ruled out MDR_P at the last. One look: unchanged."""
+    stays PASS; every other is UNRESOLVED, between its bounds: the next look decides. The last
+    look judges each gate as a fixed gate does, at the look's spent bound (its record's own
+    status: UNRESOLVED only beyond its MDR), so benign noise wider than planned ends as the fixed
+    design ends it. One look: unchanged."""
     judged = [i for i, r in enumerate(records) if r.get("status") in _JUDGED
               and r.get("baseline") is not None and r.get("se_diff") is not None]  # fmt: skip
     if budget.looks <= 1 or not judged:
@@ -187,14 +189,13 @@ def sequential(
             if "cannot fail" in str(out[i].get("reason") or ""):
                 out[i]["reason"] = None
             out[i]["powerless"] = False
+    if k == budget.looks:  # the last look judges each gate as a fixed gate at its spent bound
+        return out, decision  # (the record's own check at z = c_K: tolerance, MDR, UNRESOLVED)
     for j, i in enumerate(judged):
-        state = decision.states[j]
-        if state in ("continue", "unresolved") and out[i]["status"] != "fail":
-            why = ("between its bounds: the next look decides" if state == "continue"
-                   else "neither failed nor ruled out its MDR_P")  # fmt: skip
-            need = decision.resolve[j] if state == "unresolved" else design.sizes[k]
-            out[i].update(status="unresolved", resolve_n=need,
-                          reason=f"look {k} of {budget.looks}: {why}")  # fmt: skip
+        if decision.states[j] == "continue" and out[i]["status"] != "fail":
+            out[i].update(status="unresolved", resolve_n=design.sizes[k],
+                          reason=f"look {k} of {budget.looks}: between its bounds: the next "
+                          "look decides")  # fmt: skip
     return out, decision
 
 

@@ -88,6 +88,24 @@ def test_a_fail_is_final_and_the_last_look_decides():
     assert run_verdict(clear, budget=budget).state == "pass"
 
 
+def test_the_last_look_judges_each_gate_as_a_fixed_gate_at_its_bound():
+    """At the last look a record's own check (tolerance from this run's SE, UNRESOLVED only
+    beyond its MDR, at z = c_K) stands: a change that a wider-than-planned SE leaves between
+    the design's bounds PASSes as a fixed gate's does (benign bfloat16 noise on the zoo was
+    UNRESOLVED there), and a record the check left UNRESOLVED stays so."""
+    budget = ErrorBudget(0.01, GATES, looks=3, look=3, fractions=look_fractions(115, 115, 3, 3))
+    wide = [_record(0.04, 0.03)]  # above c_K x the planned SE 0.01, inside c_K x 0.03
+    out, decision = sequential(wide, budget)
+    assert decision.states == ("unresolved",)  # between the design's own bounds
+    assert [r["status"] for r in out] == ["pass"]  # but the gate itself passed: it stands
+    assert run_verdict(wide, budget=budget).state == "pass"
+    beyond = [_record(0.04, 0.03, status="unresolved")]
+    assert run_verdict(beyond, budget=budget).state == "unresolved"
+    earlier = ErrorBudget(0.01, GATES, looks=3, look=2, fractions=look_fractions(77, 115, 3, 2))
+    out, _ = sequential([_record(0.04, 0.03)], earlier)  # before the last: the next look decides
+    assert out[0]["status"] == "unresolved" and "next look decides" in out[0]["reason"]
+
+
 def test_plan_prints_the_schedule_and_the_runs_z():
     from pathlib import Path
 
