@@ -168,12 +168,20 @@ class Zoo:
         return self.variants[0][4]
 
 
-def run_zoo(description: str, *, jobs: bool = False) -> Zoo:
-    """Parse the zoo options (``jobs``: and ``--jobs``, processes that gate the variants), run
-    every variant, draw the resamples (``--seed``)."""
+def run_zoo(description: str, *, jobs: bool = False, only: bool = False) -> Zoo:
+    """Parse the zoo options (``jobs``: and ``--jobs``, processes that gate the variants;
+    ``only``: and ``--only NAME``, the variants to gate), run every variant, draw the resamples
+    (``--seed``)."""
     ap = zoo_arguments(description)
     if jobs:
         ap.add_argument("--jobs", type=int, default=1, help="processes gating the variants")
+    if only:
+        ap.add_argument(
+            "--only",
+            action="append",
+            metavar="NAME",
+            help="gate only this variant (repeatable; default: every one)",
+        )
     args = ap.parse_args()
     t0 = time.perf_counter()
     variants = zoo_variants(zoo_config(args), args.results_dir, quick=args.quick)

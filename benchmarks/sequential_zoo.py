@@ -143,7 +143,7 @@ class Tally:
 
 
 def main() -> None:
-    zoo = run_zoo(__doc__.split("\n")[0], jobs=True)
+    zoo = run_zoo(__doc__.split("\n")[0], jobs=True, only=True)
     args, variants, ref, budget, rows = zoo.args, zoo.variants, zoo.ref, zoo.budget, zoo.rows
     t0, t_models = time.perf_counter() - zoo.seconds, zoo.seconds
     total = len(ref.grid.ids)
@@ -160,9 +160,10 @@ def main() -> None:
     _SHARED.update(ref=ref, variants=variants, rows=rows, budget=budget)
     ctx = multiprocessing.get_context("fork")  # the workers read the variants as they are
     with ctx.Pool(args.jobs) as pool:
-        every = pool.imap(_decisions, range(len(variants)))
-        for variant, decided in zip(variants, every, strict=True):
-            tally.row(variant, decided)
+        chosen = [i for i, v in enumerate(variants) if not args.only or v[0] in args.only]
+        every = pool.imap(_decisions, chosen)
+        for i, decided in zip(chosen, every, strict=True):
+            tally.row(variants[i], decided)
     problems, shares = tally.problems, tally.shares
     t_gates = time.perf_counter() - t0 - t_models
     print()
