@@ -30,7 +30,6 @@ ROTATION_SCHEME = "benchc-rotation-v1"
 __all__ = [
     "ALL_ROTATIONS_UP_TO",
     "MAX_ROTATIONS",
-    "content_order",
     "rotate",
     "rotated_answer",
     "rotations",
@@ -59,10 +58,3 @@ def rotate(options: Sequence[str], r: int) -> tuple[str, ...]:
 def rotated_answer(answer: int, r: int, n_options: int) -> int:
     """The position of the correct option under rotation ``r``."""
     return (answer - r) % n_options
-
-
-def content_order(probs: np.ndarray, r: int) -> np.ndarray:
-    """Option probabilities (..., K) by position under rotation ``r``, re-indexed by content
-    (entry ``c`` is the probability of the option whose content is ``c`` in the given order)."""
-    k = probs.shape[-1]
-    return probs[..., [(c - r) % k for c in range(k)]]
