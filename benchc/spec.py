@@ -121,6 +121,26 @@ def family_cells(conditions: Sequence[str]) -> dict[str, list[str]]:
     return out
 
 
+#: The severity each corruption's rotations are scored at (docs/spec.md §1, option order): the
+#: middle of the scale; a selection without it uses its severity nearest to it (ties: lower).
+ORDER_SEVERITY: Final[int] = 3
+
+
+def order_conditions(conditions: Sequence[str]) -> list[str]:
+    """The conditions whose option rotations are scored: ``clean`` and, for each corruption in
+    ``conditions``, the one cell at :data:`ORDER_SEVERITY` (or nearest it). Fixed by the
+    selection alone, so a baseline and a run over the same cells rotate the same ones."""
+    by_corruption: dict[str, list[int]] = {}
+    for key in conditions:
+        name, sev = parse_condition(key)
+        if name is not None and sev is not None:
+            by_corruption.setdefault(name, []).append(sev)
+    out = [CLEAN]
+    for name, sevs in by_corruption.items():
+        out.append(condition_key(name, min(sevs, key=lambda s: (abs(s - ORDER_SEVERITY), s))))
+    return out
+
+
 def all_conditions() -> list[str]:
     """The 95 corrupted condition keys in (corruption, severity) order."""
     return [condition_key(c, s) for c in CORRUPTIONS for s in SEVERITIES]

@@ -30,10 +30,16 @@ ROTATION_SCHEME = "benchc-rotation-v1"
 __all__ = [
     "ALL_ROTATIONS_UP_TO",
     "MAX_ROTATIONS",
+    "n_rotations",
     "rotate",
     "rotated_answer",
     "rotations",
 ]
+
+
+def n_rotations(n_options: int) -> int:
+    """How many rotations a sample of ``n_options`` options is scored under (0 included)."""
+    return n_options if n_options <= ALL_ROTATIONS_UP_TO else MAX_ROTATIONS
 
 
 def rotations(n_options: int, sample_id: str, seed: int = 0) -> tuple[int, ...]:

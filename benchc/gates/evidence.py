@@ -129,11 +129,73 @@ def _as_str_tuple(a: np.ndarray) -> tuple[str, ...]:
     return tuple(str(x) for x in np.asarray(a).tolist())
 
 
+class OrderLogits:
+    """The option logits of a grid's rotated conditions (docs/spec.md §1, option order):
+    ``conditions`` (clean and at most one cell per corruption), ``logits`` (N, C, R_max - 1,
+    K_max) float32 under each sample's rotations other than 0 (rotation 0 is the grid's own
+    logits), ``offsets`` (N, R_max) int64 (0 first, -1 unused)."""
+
+    def __init__(self, conditions: Sequence[str], logits: np.ndarray, offsets: np.ndarray) -> None:
+        self.conditions = tuple(str(c) for c in conditions)
+        self.logits = np.asarray(logits, dtype=np.float32)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        n = self.offsets.shape[0]
+        if self.offsets.ndim != 2 or self.logits.shape[:3] != (
+            n,
+            len(self.conditions),
+            self.offsets.shape[1] - 1,
+        ):
+            raise EvidenceError(
+                f"rotated logits {self.logits.shape} and offsets {self.offsets.shape} do not "
+                f"line up as (N, {len(self.conditions)}, R - 1, K) and (N, R)"
+            )
+        if (self.offsets[:, 0] != 0).any():
+            raise EvidenceError("rotation offsets must start with rotation 0 (the given order)")
+
+    def take(self, rows: np.ndarray) -> OrderLogits:
+        return OrderLogits(self.conditions, self.logits[rows], self.offsets[rows])
+
+    def restrict(self, conditions: Sequence[str]) -> OrderLogits:
+        """Clean and the rotated conditions among ``conditions``."""
+        keep = [i for i, c in enumerate(self.conditions) if c == spec.CLEAN or c in conditions]
+        return OrderLogits([self.conditions[i] for i in keep], self.logits[:, keep], self.offsets)
+
+    def stacked(self, conditions: Sequence[str]) -> np.ndarray:
+        """(N, 1 + len(conditions), R - 1, K_max) in a grid's layout (clean first), NaN where a
+        condition was not rotated."""
+        n, _, r, k = self.logits.shape
+        out = np.full((n, 1 + len(conditions), r, k), np.nan, dtype=np.float32)
+        column = {c: i + 1 for i, c in enumerate(conditions)} | {spec.CLEAN: 0}
+        for i, c in enumerate(self.conditions):
+            if c in column:
+                out[:, column[c]] = self.logits[:, i]
+        return out
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {
+            "order_conditions": np.array(self.conditions, dtype=np.str_),
+            "order_logits": self.logits,
+            "order_offsets": self.offsets,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> OrderLogits | None:
+        if "order_logits" not in arrays:
+            return None
+        return cls(
+            _as_str_tuple(arrays["order_conditions"]),
+            arrays["order_logits"],
+            arrays["order_offsets"],
+        )
+
+
 class GridEvidence(Evidence):
     """Option logits of a full corruption x severity grid plus the clean condition.
 
     ``logits`` (N, 1 + D*L, K_max) float32, NaN-padded, clean first, then (corruption,
-    severity) in ``conditions`` order, which must form a full D x L grid.
+    severity) in ``conditions`` order, which must form a full D x L grid. ``order``: the same
+    samples under their other option rotations (:class:`OrderLogits`), None where the run scored
+    none or the case gates no option-order figure.
     """
 
     kind = "grid"
@@ -146,6 +208,7 @@ class GridEvidence(Evidence):
         conditions: Sequence[str],
         logits: np.ndarray,
         reference: np.ndarray | None = None,
+        order: OrderLogits | None = None,
     ) -> None:
         self.ids = tuple(str(i) for i in ids)
         self.answers = np.asarray(answers, dtype=np.int64)
@@ -169,6 +232,16 @@ class GridEvidence(Evidence):
             raise EvidenceError(
                 f"reference: expected {self.logits.shape[:2]}, got {self.reference.shape}"
             )
+        self.order = order
+        if order is not None:
+            if order.offsets.shape[0] != n or order.logits.shape[-1] != self.logits.shape[-1]:
+                raise EvidenceError(
+                    f"rotated logits {order.logits.shape}: expected ({n}, C, R - 1, "
+                    f"{self.logits.shape[-1]})"
+                )
+            foreign = [c for c in order.conditions if c != spec.CLEAN and c not in conditions]
+            if foreign:
+                raise EvidenceError(f"rotated conditions not in the grid: {foreign[:3]}")
         parsed = [spec.parse_condition(c) for c in self.conditions]
         self.corruptions = tuple(dict.fromkeys(c for c, _ in parsed))
         self.severities = tuple(sorted({s for _, s in parsed}))
@@ -188,11 +261,23 @@ class GridEvidence(Evidence):
         n_options: np.ndarray,
         clean: np.ndarray,
         by_condition: Mapping[str, np.ndarray],
+        order: OrderLogits | None = None,
     ) -> GridEvidence:
         """From per-condition (N, K_max) logits; the conditions' order is kept."""
         keys = list(by_condition)
         logits = np.stack([clean, *(by_condition[k] for k in keys)], axis=1)
-        return cls(ids, answers, n_options, keys, logits)
+        return cls(ids, answers, n_options, keys, logits, order=order)
+
+    def _replaced(self, **fields: Any) -> GridEvidence:
+        kw = dict(ids=self.ids, answers=self.answers, n_options=self.n_options,
+                  conditions=self.conditions, logits=self.logits, reference=self.reference,
+                  order=self.order)  # fmt: skip
+        return GridEvidence(**{**kw, **fields})  # type: ignore[arg-type]
+
+    def without_order(self) -> GridEvidence:
+        """This evidence without its rotations (a case that gates no option-order figure
+        stores and resamples only what its figures read)."""
+        return self if self.order is None else self._replaced(order=None)
 
     def restrict(self, conditions: Sequence[str]) -> GridEvidence:
         """The sub-grid of ``conditions`` (each must be here)."""
@@ -202,8 +287,9 @@ class GridEvidence(Evidence):
             raise EvidenceError(f"conditions not in this evidence: {missing[:3]}")
         cols = [0, *(index[c] for c in conditions)]
         ref = None if self.reference is None else self.reference[:, cols]
-        return GridEvidence(
-            self.ids, self.answers, self.n_options, conditions, self.logits[:, cols], ref
+        order = None if self.order is None else self.order.restrict(conditions)
+        return self._replaced(
+            conditions=tuple(conditions), logits=self.logits[:, cols], reference=ref, order=order
         )
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -217,6 +303,8 @@ class GridEvidence(Evidence):
         }
         if self.reference is not None:  # a paired side (never stored: a baseline has none)
             out["reference"] = self.reference
+        if self.order is not None:
+            out.update(self.order.arrays())
         return out
 
     @classmethod
@@ -229,6 +317,7 @@ class GridEvidence(Evidence):
                 _as_str_tuple(arrays["conditions"]),
                 arrays["logits"],
                 arrays.get("reference"),
+                OrderLogits.from_arrays(arrays),
             )
         except KeyError as exc:
             raise EvidenceError(f"grid evidence lacks array {exc}") from None
@@ -237,14 +326,10 @@ class GridEvidence(Evidence):
         rows = np.asarray(rows)
         new_ids = [self.ids[i] for i in rows] if ids is None else list(ids)
         ref = None if self.reference is None else self.reference[rows]
-        return GridEvidence(
-            new_ids,
-            self.answers[rows],
-            self.n_options[rows],
-            self.conditions,
-            self.logits[rows],
-            ref,
-        )
+        order = None if self.order is None else self.order.take(rows)
+        return self._replaced(ids=new_ids, answers=self.answers[rows],
+                              n_options=self.n_options[rows], logits=self.logits[rows],
+                              reference=ref, order=order)  # fmt: skip
 
     # -- figures ----------------------------------------------------------------------------
     @cached_property
@@ -258,6 +343,9 @@ class GridEvidence(Evidence):
             n_severities=len(self.severities),
             corruptions=self.corruptions,
             reference=self.reference,
+            rotated=None
+            if self.order is None
+            else (self.order.stacked(self.conditions), self.order.offsets),
         )
 
     @property
@@ -270,9 +358,7 @@ class GridEvidence(Evidence):
 
     def with_reference(self, reference: np.ndarray | None) -> GridEvidence:
         """This evidence paired with a baseline's :attr:`correctness` (same rows and layout)."""
-        return GridEvidence(
-            self.ids, self.answers, self.n_options, self.conditions, self.logits, reference
-        )
+        return self._replaced(reference=reference)
 
     def paired_with(self, baseline: Evidence) -> tuple[GridEvidence, str | None]:
         """This (current) side carrying the baseline's correctness, aligned to its ids and
@@ -294,9 +380,11 @@ class GridEvidence(Evidence):
         noise = rng.normal(0.0, BENIGN_LOGIT_SD, size=self.logits.shape).astype(np.float32)
         # paired with this side, as a candidate is: its negative flips are benign ones
         ref = self.correctness if self.reference is None else self.reference
-        return GridEvidence(
-            self.ids, self.answers, self.n_options, self.conditions, self.logits + noise, ref
-        )
+        order = self.order
+        if order is not None:  # drawn after the grid's: its noise is the same with or without
+            extra = rng.normal(0.0, BENIGN_LOGIT_SD, size=order.logits.shape).astype(np.float32)
+            order = OrderLogits(order.conditions, order.logits + extra, order.offsets)
+        return self._replaced(logits=self.logits + noise, reference=ref, order=order)
 
 
 #: Current VSI evidence re-probed on a baseline's pool, by (current, baseline, features)
@@ -498,6 +586,23 @@ def vsi_values(arrays: Mapping[str, np.ndarray], support: str = spec.VSI_SUPPORT
     return np.asarray(arrays["vsi"], dtype=np.float64)
 
 
+def order_logits(
+    by_condition: Mapping[str, Mapping[str, np.ndarray]], wanted: Sequence[str] | None = None
+) -> OrderLogits | None:
+    """The rotated conditions' stored arrays (``order.<condition>``: ``option_logits``,
+    ``offsets``) as one :class:`OrderLogits` (``wanted``: only those, in that order); None when
+    none is there. Every condition of a sample has the same rotations (docs/spec.md §1)."""
+    keys = [k for k in (by_condition if wanted is None else wanted) if k in by_condition]
+    if not keys:
+        return None
+    offsets = np.asarray(by_condition[keys[0]]["offsets"])
+    for k in keys[1:]:
+        if not np.array_equal(by_condition[k]["offsets"], offsets):
+            raise EvidenceError(f"rotations of {k} differ from those of {keys[0]}")
+    logits = np.stack([by_condition[k]["option_logits"] for k in keys], axis=1)
+    return OrderLogits(keys, logits, offsets)
+
+
 def stored_grid(run: Any) -> GridEvidence | None:
     """The full corruption x severity grid a stored run holds, as gate evidence (None: no
     complete grid); ``run`` is a :class:`benchc.results.reader.StoredRun`."""
@@ -510,4 +615,5 @@ def stored_grid(run: Any) -> GridEvidence | None:
         run.n_options,
         run.clean_logits,
         {key: run.logits[:, i // n_sev, i % n_sev] for i, key in enumerate(run.cells)},
+        order_logits(getattr(run, "order", {}) or {}),
     )

@@ -14,6 +14,7 @@ docs/spec.md §1), ``model`` (the selected grid), ``vsi`` (the VSI set, docs/spe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -104,6 +105,17 @@ def gate(
 #: on its own because churn hides it inside a small net accuracy change. Their floors sit above
 #: what measured benign variants reach (docs/measurements.md, benign calibration); the clean
 #: counterparts gate the clean condition once, at the model level.
+#: Option order (docs/spec.md §4): the model level gates each figure on the clean image and
+#: under corruption, the family level its corrupted ones. Floors from the benign variants
+#: (docs/measurements.md, option-order floors: one variant held out).
+ORDER_FLOORS: dict[str, dict[str, float]] = {
+    "model": {
+        "circular_accuracy": 0.02, "circular_accuracy_clean": 0.03,
+        "position_preference": 0.02, "position_preference_clean": 0.03,
+        "order_interaction": 0.03,
+    },
+    "family": {"circular_accuracy": 0.03, "position_preference": 0.03, "order_interaction": 0.05},
+}  # fmt: skip
 #: A list, so a figure registered elsewhere can be gated by appending its specs.
 FIGURES: list[FigureSpec] = [
     *gate(
@@ -122,22 +134,23 @@ FIGURES: list[FigureSpec] = [
         "family",
         {
             "ras": 0.01, "r_c": 0.015, "r_w": 0.03, "accuracy": 0.02, "consistency": 0.05,
-            "p_correct": 0.01, "negative_flips": 0.04,
+            "p_correct": 0.01, "negative_flips": 0.04, **ORDER_FLOORS["family"],
         },
-        gated=("ras", "r_c", "r_w", "accuracy", "p_correct", "negative_flips"),
+        gated=("ras", "r_c", "r_w", "accuracy", "p_correct", "negative_flips",
+               *ORDER_FLOORS["family"]),
     ),
     *gate(
         "model",
         {
             "ras": 0.01, "r_c": 0.015, "r_w": 0.03, "mixed_cell_rate": 5.0, "accuracy": 0.01,
             "consistency": 0.05, "p_correct": 0.005, "p_correct_clean": 0.01,
-            "negative_flips": 0.03, "negative_flips_clean": 0.05,
+            "negative_flips": 0.03, "negative_flips_clean": 0.05, **ORDER_FLOORS["model"],
         },
         gated=(
             "ras", "r_c", "r_w", "mixed_cell_rate", "accuracy", "consistency", "p_correct",
-            "p_correct_clean", "negative_flips", "negative_flips_clean",
+            "p_correct_clean", "negative_flips", "negative_flips_clean", *ORDER_FLOORS["model"],
         ),
-        shares=("negative_flips_clean",),
+        shares=("negative_flips_clean", "circular_accuracy_clean"),
     ),
     # both VSI figures move by whole samples: a sample turns insensitive, or its gap term
     # (probe correct - argmax changed, in {-1, 0, 1}) steps by 1
@@ -165,3 +178,9 @@ def figure(level: Level, name: str) -> FigureSpec:
             return f
     known = [f.name for f in figures(level)]
     raise KeyError(f"no {level}-level figure {name!r}; known: {known}")
+
+
+def reads_rotations(level: Level, names: Sequence[str] | None = None) -> bool:
+    """Whether a case of ``level`` gating ``names`` (default: all its figures) reads option
+    rotations: only such a case's evidence carries them (docs/spec.md §4, option order)."""
+    return any(f.definition.rotations for f in figures(level) if names is None or f.name in names)

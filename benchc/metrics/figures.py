@@ -74,6 +74,9 @@ class FigureDef:
     #: signs), so a candidate's value is not over the baseline's population: a benign clean flip
     #: moves a sample from one figure's population to the other's wholesale.
     own_population: bool = False
+    #: Read from the option rotations (docs/spec.md §4, option order): only evidence that
+    #: carries them computes it.
+    rotations: bool = False
 
     @property
     def key(self) -> str:
@@ -121,6 +124,11 @@ def explained(source: Source, name: str) -> FigureDef | None:
         if fig.explains == name and fig.is_mean:
             return fig
     return None
+
+
+def rotation_figures() -> tuple[str, ...]:
+    """The names of the figures read from option rotations (:attr:`FigureDef.rotations`)."""
+    return tuple(f.name for f in REGISTRY.values() if f.rotations)
 
 
 def table2_figures() -> tuple[FigureDef, ...]:
@@ -301,9 +309,24 @@ def _defined_cells(g: Any) -> float:
     return float((~np.isnan(g.cell("r_c")) & ~np.isnan(g.cell("r_w"))).sum())
 
 
+def _ordered(g: Any) -> float:
+    """Corrupted pairs whose rotations were scored (circular accuracy's unit)."""
+    return float(np.asarray(g.order_on).sum())
+
+
+def _spread0(g: Any) -> np.ndarray:
+    return np.broadcast_to(g.spread_clean[:, None, None], g.order_on.shape)
+
+
+def _both(g: Any) -> np.ndarray:
+    """Pairs scored under rotations whose clean image was too (the interaction's pairs)."""
+    return g.order_on & np.broadcast_to(g.order_on_clean[:, None, None], g.order_on.shape)
+
+
 _RAS = (-2.0, 1.0)
 _UNIT = (0.0, 1.0)
 _PAIR = dict(source="grid", per="pair", den=_ok, cells=True)
+_ORDER = dict(source="grid", per="pair", rotations=True)
 
 for _fig in (
     FigureDef("acc_clean", "clean accuracy", "grid", "sample", "higher", _UNIT,
@@ -356,6 +379,24 @@ for _fig in (
               _UNIT, num=lambda g: _ref_correct_clean(g) & ~g.correct_clean,
               den=lambda g: np.ones(g.correct_clean.shape), explains="negative_flip_clean",
               units=(_samples, 1.0)),
+    # option order (docs/spec.md §4): each counted over the pairs (or samples) whose
+    # rotations were scored, undefined (NaN) on a run that scored none
+    FigureDef("circular_accuracy", "circular accuracy (corrupted)", direction="higher",
+              bounds=_UNIT, num=lambda g: g.circular, den=lambda g: g.order_on,
+              explains="circular", units=(_ordered, 1.0), **_ORDER),
+    FigureDef("circular_accuracy_clean", "circular accuracy (clean)", "grid", "sample",
+              "higher", _UNIT, num=lambda g: g.circular_clean, den=lambda g: g.order_on_clean,
+              explains="circular_clean", units=(lambda g: float(g.order_on_clean.sum()), 1.0),
+              rotations=True),
+    FigureDef("position_preference", "position preference (corrupted)", direction="lower",
+              bounds=_UNIT, num=lambda g: g.spread, den=lambda g: g.order_on,
+              explains="position_spread", **_ORDER),
+    FigureDef("position_preference_clean", "position preference (clean)", "grid", "sample",
+              "lower", _UNIT, num=lambda g: g.spread_clean, den=lambda g: g.order_on_clean,
+              explains="position_spread_clean", rotations=True),
+    FigureDef("order_interaction", "corruption x option order interaction", direction="lower",
+              bounds=(-1.0, 1.0), num=lambda g: np.where(_both(g), g.spread - _spread0(g), 0.0),
+              den=_both, explains="order_shift", **_ORDER),
     FigureDef("mixed_cell_rate", "Mixed-cell rate (%)", "grid", "cell", "lower", (0.0, 100.0),
               combine=_mixed, column="Mixed (%)", units=(_defined_cells, 100.0),
               own_population=True),
@@ -397,5 +438,6 @@ __all__ = [
     "register",
     "reported_cells",
     "resolution",
+    "rotation_figures",
     "table2_figures",
 ]

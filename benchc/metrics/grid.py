@@ -29,6 +29,7 @@ from benchc.metrics.options import (
     validate_answers,
     validate_option_logits,
 )
+from benchc.metrics.position import order_pairs
 from benchc.metrics.ras import RegimeTable, ras, regime_table, sign_regime
 from benchc.metrics.states import StateAttribution, state_attribution
 from benchc.metrics.stats import DEFAULT_N_BOOT, replicate_se, resample_counts
@@ -93,6 +94,16 @@ class GridMetrics:
     #: for the negative flip rates; None: not paired (the figures compare it with itself).
     ref_correct_clean: np.ndarray | None = None
     ref_correct: np.ndarray | None = None
+    #: Option order (docs/spec.md §4, option order): where the sample's rotations were scored
+    #: (clean (N,), corrupted (N, D, L)), whether it was right under every one (``circular``)
+    #: and its position spread (:func:`benchc.metrics.position.order_pairs`); all False / 0
+    #: when the run scored no rotation (the order figures are then undefined, never 0).
+    order_on_clean: np.ndarray | None = None
+    circular_clean: np.ndarray | None = None
+    spread_clean: np.ndarray | None = None
+    order_on: np.ndarray | None = None
+    circular: np.ndarray | None = None
+    spread: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -195,16 +206,37 @@ def grid_from_logits(
     valid: np.ndarray | None = None,
     corruptions: tuple[str, ...] | None = None,
     reference: np.ndarray | None = None,
+    rotated: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> GridMetrics:
     """:func:`compute_grid` on the stored layout (N, 1 + D*L, K_max), clean condition first;
-    ``reference`` (N, 1 + D*L) bool, the baseline's correctness in the same layout."""
+    ``reference`` (N, 1 + D*L) bool, the baseline's correctness in the same layout;
+    ``rotated``: (logits (N, 1 + D*L, R_max - 1, K_max) under the other rotations, NaN where
+    not scored; offsets (N, R_max))."""
     clean, corrupt = split_conditions(logits, n_severities)
     ref = None
     if reference is not None:
         ref_clean, ref_corrupt = split_conditions(np.asarray(reference)[..., None], n_severities)
         ref = (ref_clean[:, 0], ref_corrupt[..., 0])
+    order = None
+    if rotated is not None:
+        stacked, offsets = rotated
+        n, c, r, k = np.shape(stacked)
+        flat = np.asarray(stacked).reshape(n, c, r * k)
+        rot_clean, rot_corrupt = split_conditions(flat, n_severities)
+        order = (
+            rot_clean.reshape(n, r, k),
+            rot_corrupt.reshape(*rot_corrupt.shape[:3], r, k),
+            np.asarray(offsets),
+        )
     return compute_grid(
-        clean, corrupt, answers, n_options, valid=valid, corruptions=corruptions, reference=ref
+        clean,
+        corrupt,
+        answers,
+        n_options,
+        valid=valid,
+        corruptions=corruptions,
+        reference=ref,
+        rotated=order,
     )
 
 
@@ -217,6 +249,7 @@ def compute_grid(
     valid: np.ndarray | None = None,
     corruptions: tuple[str, ...] | None = None,
     reference: tuple[np.ndarray, np.ndarray] | None = None,
+    rotated: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> GridMetrics:
     """Compute every Bench-C figure (docs/spec.md §4) for one model.
 
@@ -225,6 +258,9 @@ def compute_grid(
     (N, D, L) bool marks usable corrupted pairs (default all; invalid pairs may hold NaN logits
     and are excluded everywhere). ``reference``: the baseline's correctness (clean (N,),
     corrupted (N, D, L) bool) this grid is paired with, for the negative flip rates.
+    ``rotated``: the option logits under each sample's other rotations (clean (N, R - 1, K_max),
+    corrupted (N, D, L, R - 1, K_max), NaN where not scored) and the rotations' offsets (N, R)
+    (:mod:`benchc.data.rotations`), for the option-order figures.
     ``corruptions`` names the D axis (default the 19 names of
     docs/spec.md §1 when D = 19). Raises ``ValueError`` naming the offending index on bad input.
     """
@@ -317,6 +353,7 @@ def compute_grid(
                 f"{ref_corrupt.shape}"
             )
         fields.update(ref_correct_clean=ref_clean, ref_correct=ref_corrupt & valid_arr)
+    fields.update(_order_fields(lc, lx, valid_arr, y, k, rotated))
     values = evaluate("grid", SimpleNamespace(**fields), cells=True)
     fields["figures"] = {f.name: float(values[f.name]) for f in defined("grid")}
     fields["cells"] = {f.name: _freeze(values[f"cell_{f.name}"]) for f in defined("grid", "pair")}
@@ -324,3 +361,41 @@ def compute_grid(
         if isinstance(val, np.ndarray):
             fields[name] = _freeze(val)
     return GridMetrics(**fields)
+
+
+def _order_fields(
+    lc: np.ndarray,
+    lx: np.ndarray,
+    valid: np.ndarray,
+    answers: np.ndarray,
+    n_options: np.ndarray,
+    rotated: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+) -> dict[str, np.ndarray]:
+    """The option-order fields of :class:`GridMetrics` (all False / 0 without rotations)."""
+    n, d, n_sev = valid.shape
+    if rotated is None:
+        no, none = np.zeros(n, dtype=bool), np.zeros(valid.shape, dtype=bool)
+        return dict(order_on_clean=no, circular_clean=no, spread_clean=np.zeros(n),
+                    order_on=none, circular=none, spread=np.zeros(valid.shape))  # fmt: skip
+    rot_clean, rot_corrupt, offsets = (np.asarray(a) for a in rotated)
+    r = offsets.shape[1] - 1
+    k_max = lc.shape[-1]
+    if rot_clean.shape != (n, r, k_max) or rot_corrupt.shape != (n, d, n_sev, r, k_max):
+        raise ValueError(
+            f"rotated: expected ({n}, {r}, {k_max}) and {(n, d, n_sev, r, k_max)} for offsets "
+            f"{offsets.shape}, got {rot_clean.shape} and {rot_corrupt.shape}"
+        )
+    on0, circ0, spread0 = order_pairs(lc, rot_clean, offsets, answers, n_options)
+    cells = d * n_sev
+    on, circ, spread = order_pairs(
+        lx.reshape(n * cells, k_max),
+        rot_corrupt.reshape(n * cells, r, k_max),
+        np.repeat(offsets, cells, axis=0),
+        np.repeat(answers, cells),
+        np.repeat(n_options, cells),
+    )
+    shape = valid.shape
+    on = on.reshape(shape) & valid
+    spread = np.where(on, spread.reshape(shape), 0.0)
+    return dict(order_on_clean=on0, circular_clean=circ0, spread_clean=spread0, order_on=on,
+                circular=circ.reshape(shape) & on, spread=spread)  # fmt: skip

@@ -29,6 +29,7 @@ __all__ = [
     "circular_accuracy",
     "circular_correct",
     "order_interaction",
+    "order_pairs",
     "position_preference",
     "position_spread",
 ]
@@ -120,3 +121,47 @@ def accuracy_by_position(
         if at.any():
             out[j] = right[at].mean()
     return out
+
+
+def order_pairs(
+    given: np.ndarray,
+    rotated: np.ndarray,
+    offsets: np.ndarray,
+    answers: np.ndarray,
+    n_options: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per (sample, condition) entry, from option *logits*: ``given`` (M, K_max) in the given
+    order (rotation 0: what every other figure scores), ``rotated`` (M, R_max - 1, K_max) under
+    the sample's other rotations (an entry whose rotations were not scored is all NaN),
+    ``offsets`` (M, R_max) (rotation 0 first, -1 unused). Returns ``scored`` (M,) bool,
+    ``circular`` (M,) bool (:func:`circular_correct`) and ``spread`` (M,) float
+    (:func:`position_spread`), False / 0 where not scored."""
+    from benchc.metrics.options import option_probs
+
+    given = np.asarray(given, dtype=np.float32)  # the grid's own precision: its argmax ties
+    rotated = np.asarray(rotated, dtype=np.float32)
+    offsets = np.asarray(offsets)
+    m, k_max = given.shape
+    if (
+        rotated.shape[0] != m
+        or rotated.shape[-1] != k_max
+        or offsets.shape != (m, rotated.shape[1] + 1)
+    ):
+        raise ValueError(
+            f"order_pairs: given {given.shape}, rotated {rotated.shape} and offsets "
+            f"{offsets.shape} do not line up as (M, K), (M, R - 1, K), (M, R)"
+        )
+    scored = ~np.isnan(rotated[:, 0, 0]) if rotated.shape[1] else np.zeros(m, dtype=bool)
+    circular = np.zeros(m, dtype=bool)
+    spread = np.zeros(m, dtype=np.float64)
+    if scored.any():
+        k = np.asarray(n_options)[scored]
+        logits = np.concatenate([given[scored][:, None], rotated[scored]], axis=1)
+        r = logits.shape[1]
+        probs = option_probs(logits.reshape(-1, k_max), np.repeat(k, r)).reshape(-1, r, k_max)
+        used = offsets[scored] >= 0
+        probs = np.where(used[..., None], probs, np.nan)
+        y = np.asarray(answers)[scored]
+        circular[scored] = circular_correct(probs, offsets[scored], y, k)
+        spread[scored] = position_spread(probs, offsets[scored], k)
+    return scored, circular, spread

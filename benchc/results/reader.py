@@ -45,6 +45,15 @@ def vsi_files(run_dir: Path) -> list[Path]:
 
 
 MANIFEST = "manifest.json"
+#: Stored name prefix of one condition's option logits under the samples' other rotations
+#: (docs/spec.md §1, option order): ``order.<condition>`` holds ``option_logits`` (N, R_max - 1,
+#: K_max) and ``offsets`` (N, R_max).
+ORDER = "order"
+
+
+def order_name(condition: str) -> str:
+    """The stored name of ``condition``'s rotated option logits."""
+    return f"{ORDER}.{condition}"
 
 
 def stack_conditions(
@@ -87,6 +96,8 @@ class StoredRun:
     #: Clean option mass per sample (docs/spec.md §2: < 0.5, the model is not answering with a
     #: letter); None where the clean condition stores none.
     option_mass: np.ndarray | None = None
+    #: Rotated conditions (clean and grid cells) -> their stored ``order.<condition>`` arrays.
+    order: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
     @property
     def cells(self) -> list[str]:
@@ -253,6 +264,15 @@ def read_run(run_dir: Path, *, vsi_dir: Path | None = None) -> StoredRun:
         raise StoreError(
             f"{vsi_paths[0]} has {vsi['vsi'].shape[0]} rows, its run has {n_vsi} samples"
         )
+    order = {}
+    for key in (spec.CLEAN, *(spec.condition_key(c, s) for c in corruptions for s in severities)):
+        if order_name(key) in names:
+            path = run_dir / f"{order_name(key)}.npz"
+            arrays = load_npz(path)
+            if arrays["option_logits"].shape[0] != n:
+                raise StoreError(f"{path} has {arrays['option_logits'].shape[0]} rows, "
+                                 f"{samples_path} has {n} samples")  # fmt: skip
+            order[key] = arrays
     return StoredRun(
         path=run_dir,
         manifest=manifest,
@@ -268,4 +288,5 @@ def read_run(run_dir: Path, *, vsi_dir: Path | None = None) -> StoredRun:
         vsi_ids=vsi_ids,
         vsi_answers=vsi_answers,
         option_mass=mass,
+        order=order,
     )

@@ -14,6 +14,8 @@ from typing import Any
 from benchc import spec
 from benchc.gates import GridEvidence, Payload
 from benchc.gates.check import ZFor
+from benchc.gates.evidence import order_logits
+from benchc.gates.figures import reads_rotations
 from benchc.suite.payloads import build_payload, family_cells
 from benchc.suite.run import SuiteRun
 
@@ -30,14 +32,21 @@ def run_info(run: SuiteRun) -> dict[str, Any]:
     }
 
 
-def grid_evidence(run: SuiteRun, keys: Sequence[str]) -> GridEvidence:
-    """Option logits of the clean condition and ``keys`` for every sample of the run."""
+def grid_evidence(run: SuiteRun, keys: Sequence[str], *, order: bool = False) -> GridEvidence:
+    """Option logits of the clean condition and ``keys`` for every sample of the run;
+    ``order``: with the rotations of the rotated conditions among them (the run's selection
+    fixes which: :func:`benchc.spec.order_conditions`)."""
+    rotated = None
+    if order:
+        wanted = [c for c in spec.order_conditions(run.cfg.conditions) if c in (spec.CLEAN, *keys)]
+        rotated = order_logits({c: run.rotated(c) for c in wanted})
     return GridEvidence.from_conditions(
         run.ids,
         run.dataset.answers,
         run.dataset.n_options,
         run.condition(spec.CLEAN)["option_logits"],
         {k: run.condition(k)["option_logits"] for k in keys},
+        rotated,
     )
 
 
@@ -65,9 +74,8 @@ def family_case(run: SuiteRun, family: str, *, z_for: ZFor) -> Payload:
     if not cells:
         raise ValueError(f"family {family!r} has no selected cell")
     info = {**run_info(run), "conditions": cells}
-    return _payload(
-        run, grid_evidence(run, cells), level="family", scope=family, info=info, z_for=z_for
-    )
+    evidence = grid_evidence(run, cells, order=reads_rotations("family"))
+    return _payload(run, evidence, level="family", scope=family, info=info, z_for=z_for)
 
 
 def model_case(run: SuiteRun, figure: str, *, z_for: ZFor) -> Payload:
@@ -76,7 +84,7 @@ def model_case(run: SuiteRun, figure: str, *, z_for: ZFor) -> Payload:
     info = {**run_info(run), "conditions": list(keys)}
     return _payload(
         run,
-        grid_evidence(run, keys),
+        grid_evidence(run, keys, order=reads_rotations("model", [figure])),
         level="model",
         scope="model",
         names=[figure],

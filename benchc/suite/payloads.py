@@ -21,7 +21,7 @@ from benchc.gates import (
     figures,
 )
 from benchc.gates.check import N_BOOT, ZFor
-from benchc.gates.figures import Level
+from benchc.gates.figures import Level, reads_rotations
 from benchc.metrics.figures import definition
 from benchc.metrics.stats import replicate_se, resample_counts
 from benchc.spec import family_cells  # the report's too: it lives below both
@@ -44,6 +44,8 @@ def build_payload(
     unpaired bootstrap SEs and MDRs, the level's default rules for the gated ones among them,
     and the evidence."""
     specs = [f for f in figures(level) if names is None or f.name in names]
+    if isinstance(evidence, GridEvidence) and not reads_rotations(level, names):
+        evidence = evidence.without_order()  # what its figures read, no more (its sidecar)
     values = evidence.figures()
     reps = evidence.replicates(resample_counts(len(evidence.ids), n_boot, seed))
     rules = [r for r in default_rules(level) if any(r.figure == f.name for f in specs)]

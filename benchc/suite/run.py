@@ -48,7 +48,7 @@ from benchc.models.gpus import xdist_workers
 from benchc.models.pipeline import ChunkId, Lookahead
 from benchc.provenance import environment, numeric_versions
 from benchc.results import ResultStore, RunKey, StoreError
-from benchc.results.reader import SAMPLES, VSI, stack_conditions
+from benchc.results.reader import ORDER, SAMPLES, VSI, order_name, stack_conditions
 from benchc.results.store import chunk_bounds
 from benchc.suite.config import SuiteConfig
 from benchc.suite.share import SHARE_WAIT_S, compute_shared
@@ -332,6 +332,25 @@ class SuiteRun:
             else:
                 self.lookahead.discard()
 
+    def rotated(self, key: str) -> dict[str, np.ndarray]:
+        """Condition ``key``'s option logits under each sample's rotations other than 0
+        (``option_logits`` (N, R_max - 1, K_max), ``offsets`` (N, R_max); docs/spec.md §1,
+        option order), stored and resumed like a condition (``order.<key>``)."""
+        spec.parse_condition(key)
+        scored: list[int] = []
+
+        def compute(start: int, stop: int) -> dict[str, np.ndarray]:
+            scored.append(stop - start)
+            return self.compute_chunk(order_name(key), start, stop)
+
+        try:
+            arrays = self.get_or_compute(order_name(key), compute)
+        finally:
+            self.lookahead.discard()
+        if scored:
+            self.note_access()
+        return arrays
+
     def compute_chunk(self, name: str, start: int, stop: int) -> dict[str, np.ndarray]:
         """The unit of work: rows ``start:stop`` of stored entry ``name`` (a condition, or
         :attr:`vsi_name`), exactly as stored. Every executor calls this one function -- this
@@ -352,6 +371,8 @@ class SuiteRun:
             from benchc.suite.vsi import compute_vsi_batch
 
             return compute_vsi_batch(self, start, stop)
+        if name.startswith(f"{ORDER}."):
+            return self._rotated_chunk(name[len(ORDER) + 1 :], start, stop)
         spec.parse_condition(name)
         chunk = self.lookahead.take(
             (name, start, stop), self._builder(name, start, stop), ahead=self.pipelined
@@ -366,6 +387,39 @@ class SuiteRun:
         width = out.option_logits.shape[1]
         logits[:, :width] = out.option_logits
         return {"option_logits": logits, "option_mass": out.option_mass.astype(np.float32)}
+
+    def _rotated_chunk(self, key: str, start: int, stop: int) -> dict[str, np.ndarray]:
+        """Rows ``start:stop`` of condition ``key`` under their rotations other than 0, in the
+        backend's own batches (the same image and question, the options rotated)."""
+        from benchc.data.rotations import n_rotations, rotations
+        from benchc.models.rotations import rotated_queries
+
+        plans: list[tuple[int, ...]] = []
+
+        def build() -> tuple[list[Query], None]:
+            images, files = self._read(key, start, stop)
+            flat = []
+            for q in self._queries(images, start, files):
+                offsets = rotations(len(q.options), str(q.id), self.cfg.seed)
+                plans.append(offsets)
+                flat += rotated_queries(q, offsets[1:])
+            return flat, None
+
+        chunk = self.lookahead.take((order_name(key), start, stop), build)
+        began = time.perf_counter()
+        out = chunk.run(self.backend, progress=self.progress)
+        self.scoring_s += time.perf_counter() - began
+        self.scored_queries += len(out.option_logits)
+        r_max = n_rotations(self.k_max)
+        logits = np.full((stop - start, r_max - 1, self.k_max), np.nan, dtype=np.float32)
+        offsets = np.full((stop - start, r_max), -1, dtype=np.int64)
+        width, row = out.option_logits.shape[1], 0
+        for i, plan in enumerate(plans):
+            rows = out.option_logits[row : row + len(plan) - 1]
+            logits[i, : len(plan) - 1, :width] = rows
+            offsets[i, : len(plan)] = plan
+            row += len(plan) - 1
+        return {"option_logits": logits, "offsets": offsets}
 
     def chunks(self, name: str) -> list[tuple[int, int]]:
         """Entry ``name``'s chunks as ``(start, stop)`` rows: the store's unit of resumption."""

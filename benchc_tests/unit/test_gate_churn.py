@@ -25,6 +25,7 @@ from benchc.gates.states import Policy
 from benchc.gates.verdict import decide
 from benchc.suite.config import SuiteConfig
 from benchc.suite.gate import GateCheck
+from benchc.testing.dev.zoo import content_rotations
 
 REPO = Path(__file__).resolve().parents[2]
 BASELINE = REPO / "thresholds" / "tiny-vlm"
@@ -40,8 +41,11 @@ def _grid(n: int = 200, seed: int = 0) -> GridEvidence:
     for c in ("fog-1", "fog-2"):
         x = clean + rng.normal(0, 0.7, size=(n, 4)).astype(np.float32)
         cells[c] = x
-    return GridEvidence.from_conditions(
-        [f"s{i:03d}" for i in range(n)], answers, np.full(n, 4), clean, cells
+    return content_rotations(
+        GridEvidence.from_conditions(
+            [f"s{i:03d}" for i in range(n)], answers, np.full(n, 4), clean, cells
+        ),
+        sd=0.3,
     )
 
 

@@ -48,6 +48,9 @@ def test_every_figure_is_defined_once_per_level_with_spec_directions():
             "insensitive_fraction",
             "negative_flips",
             "negative_flips_clean",
+            "position_preference",
+            "position_preference_clean",
+            "order_interaction",
         )
         assert f.direction == ("lower" if lower else "higher"), f.name
         assert f.floor > 0

@@ -72,7 +72,50 @@ def _corrupted(ev: GridEvidence) -> np.ndarray:
 
 
 def _with_logits(ev: GridEvidence, logits: np.ndarray) -> GridEvidence:
-    return GridEvidence(ev.ids, ev.answers, ev.n_options, ev.conditions, logits)
+    """``ev`` with new given-order logits; its rotations, where it has them, kept."""
+    return GridEvidence(ev.ids, ev.answers, ev.n_options, ev.conditions, logits, order=ev.order)
+
+
+def content_rotations(ev: GridEvidence, sd: float = 0.0, seed: int = 0) -> GridEvidence:
+    """``ev`` with the rotations a model that reads only the content would give: under rotation
+    r, position j shows content (j + r) mod K and gets that content's given-order logit (plus
+    N(0, ``sd``) noise), on :func:`benchc.spec.order_conditions` of its grid."""
+    from benchc.data.rotations import n_rotations, rotations
+    from benchc.gates.evidence import OrderLogits
+
+    keys = spec.order_conditions(ev.conditions)
+    cols = [0 if k == spec.CLEAN else 1 + ev.conditions.index(k) for k in keys]
+    n, _, k_max = ev.logits.shape
+    r_max = n_rotations(int(ev.n_options.max()))
+    offsets = np.full((n, r_max), -1, dtype=np.int64)
+    out = np.full((n, len(keys), r_max - 1, k_max), np.nan, dtype=np.float32)
+    for i, (sid, k) in enumerate(zip(ev.ids, ev.n_options, strict=True)):
+        plan = rotations(int(k), sid)
+        offsets[i, : len(plan)] = plan
+        for slot, r in enumerate(plan[1:]):
+            order = (np.arange(k) + r) % k
+            out[i, :, slot, :k] = ev.logits[i, cols][:, order]
+    if sd:
+        out += np.random.default_rng([seed, 0x0D]).normal(0, sd, out.shape).astype(np.float32)
+    return GridEvidence(ev.ids, ev.answers, ev.n_options, ev.conditions, ev.logits,
+                        ev.reference, OrderLogits(keys, out, offsets))  # fmt: skip
+
+
+def position_bias(ev: GridEvidence, strength: float, position: int = 0) -> GridEvidence:
+    """A bias towards one letter: ``strength`` added to the logit at ``position`` (A) in
+    every order, the given one included, on every condition (a checkpoint that learned
+    "answer A when unsure": accuracy moves little on a shuffled testbed, circular accuracy
+    and position preference do)."""
+    x = ev.logits.copy()
+    x[:, :, position] += strength
+    order = ev.order
+    if order is not None:
+        from benchc.gates.evidence import OrderLogits
+
+        rotated = order.logits.copy()
+        rotated[..., position] += strength
+        order = OrderLogits(order.conditions, rotated, order.offsets)
+    return GridEvidence(ev.ids, ev.answers, ev.n_options, ev.conditions, x, ev.reference, order)
 
 
 def _scale_corrupted(ev: GridEvidence, factor: float, where: np.ndarray | None = None):
@@ -161,6 +204,8 @@ GRID_MUTANTS: tuple[Mutant, ...] = (
            "model:ras"),
     Mutant("family_fragility", family_fragility, (0.5, 1.0, 2.0), 1.0, False,
            "family:blur:accuracy"),
+    Mutant("position_bias", position_bias, (0.25, 0.5, 1.0), 0.5, False,
+           "model:circular_accuracy"),
 )  # fmt: skip
 VSI_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
