@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from benchc import spec
 from benchc.results.reader import StoredRun
 
 #: The words for the one sign convention of every difference the page and report.json show.
@@ -60,8 +61,9 @@ def _grid_shape(run: StoredRun) -> str:
 def restrict(
     run: StoredRun, rows: np.ndarray | None, cs: Sequence[str], ss: Sequence[int]
 ) -> StoredRun:
-    """``run`` on sample ``rows`` (None: all) and cells ``cs`` x ``ss``; its VSI rows keep
-    their own ids, so the VSI blocks still match them by id."""
+    """``run`` on sample ``rows`` (None: all) and cells ``cs`` x ``ss`` (its rotated conditions
+    too: clean and those cells); its VSI rows keep their own ids, so the VSI blocks still match
+    them by id."""
     ci = [run.corruptions.index(c) for c in cs]
     si = [run.severities.index(s) for s in ss]
     r = np.arange(len(run.ids)) if rows is None else rows
@@ -69,6 +71,12 @@ def restrict(
     vsi_ids, vsi_answers = run.vsi_ids, run.vsi_answers
     if run.vsi is not None and vsi_ids is None:
         vsi_ids, vsi_answers = run.ids, run.answers if vsi_answers is None else vsi_answers
+    kept = {spec.CLEAN, *(spec.condition_key(c, s) for c in cs for s in ss)}
+    order = {
+        key: {name: np.asarray(a)[r] for name, a in arrays.items()}
+        for key, arrays in (run.order or {}).items()
+        if key in kept
+    }
     return replace(
         run,
         ids=tuple(run.ids[i] for i in r),
@@ -81,6 +89,7 @@ def restrict(
         severities=tuple(ss),
         vsi_ids=vsi_ids,
         vsi_answers=vsi_answers,
+        order=order,
     )
 
 

@@ -10,7 +10,9 @@ folder as :func:`benchc.fsutil.display_path` shows it: relative inside the worki
 and the blocks ``table2`` ({figure: {value, se}}), ``cells`` ({figure: {cell key: value}}),
 ``states`` (Table III), ``plane`` (Fig. 5), ``regimes`` (Table IV), ``trajectories`` (Fig. 6),
 ``families`` (Fig. 7: {figure: {family: [value per severity]}}), ``vsi`` (VSI Fig. 1, Fig. 2 /
-Table 2 and the error signals); a block a series cannot supply is ``null``.
+Table 2 and the error signals), ``accuracy_by_position`` (option order, docs/spec.md §4:
+``positions``, ``clean`` and ``corrupted`` accuracy by the position the correct option was
+shown at, :mod:`benchc.report.position`); a block a series cannot supply is ``null``.
 ``axes``: ``corruptions``, ``severities``, ``families``. ``verdicts``: ``available``, ``note``,
 ``items`` (the gate verdict dicts, failures first), ``counts``, ``record_command`` (re-records
 the baseline from the released checkpoint) and ``accept_command`` (records this candidate as
@@ -45,6 +47,7 @@ from benchc.metrics import (
 from benchc.metrics.figures import reported_cells, table2_figures
 from benchc.report import baseline as snap
 from benchc.report.compare import CompareError, restrict, shared
+from benchc.report.position import position_accuracy
 from benchc.report.vsi import run_evidence, vsi_block
 from benchc.results.reader import StoredRun
 
@@ -243,6 +246,7 @@ def series_from_run(
             trajectories=trajectories(g),
             families=families(cv, run.corruptions, run.severities),
         )
+    out["accuracy_by_position"] = position_accuracy(run)
     out["vsi"] = vsi_block(run, support=vsi_support, ref=vsi_ref)
     out["missing"] = run_missing(run, out["vsi"])
     return out
@@ -296,6 +300,7 @@ def series_from_snapshots(
         "regimes": None,
         "trajectories": None,
         "families": families(cv, corruptions, severities),
+        "accuracy_by_position": None,
         "vsi": snap.vsi_from_snapshots(base),
         "problems": list(base.problems),
         "missing": missing,

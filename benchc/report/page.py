@@ -84,6 +84,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("severity", "Severity trajectories per family (Bench-C Fig. 7)"),
     ("plane", "RAS component plane and sign regimes (Bench-C Fig. 5, Table IV)"),
     ("trajectories", "Trajectory composition (Bench-C Fig. 6)"),
+    ("order", "Option order (accuracy by position of the correct option)"),
     ("vsi", "Visual sensitivity (VSI Tables 1-3, Fig. 1, Fig. 2)"),
     ("drilldown", "Samples that moved most"),
 )
@@ -128,6 +129,31 @@ def _table2(doc: dict[str, Any]) -> dict[str, Any]:
             cells.append(f(x["value"] - y["value"], digits[key], signed=True) if ok else "n/a")
         diffs.append({"label": cand["label"], "base": base["label"], "cells": cells})
     return {"heads": [fig.column for fig in table2_figures()], "rows": rows, "diffs": diffs}
+
+
+def _by_position(doc: dict[str, Any]) -> dict[str, Any]:
+    """The accuracy-by-position table's cells as text: one row per series and side (clean,
+    corrupted) that has them, the series without rotations named (``lacking``)."""
+    blocks = [(s["label"], s.get("accuracy_by_position")) for s in doc["series"]]
+    shown = [(label, b) for label, b in blocks if b]
+    positions = max((b["positions"] for _, b in shown), key=len, default=[])
+    rows = [
+        {
+            "label": label,
+            "side": side,
+            "cells": [f(b[side][k]) if k < len(b[side]) else "n/a" for k in range(len(positions))],
+        }
+        for label, b in shown
+        for side in ("clean", "corrupted")
+        if b.get(side) is not None
+    ]
+    return {
+        "positions": positions,
+        "rows": rows,
+        "pooled": [(label, b["corrupted_conditions"]) for label, b in shown
+                   if b.get("corrupted_conditions")],  # fmt: skip
+        "lacking": [label for label, b in blocks if not b] if rows else [],
+    }
 
 
 def _by_status(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -187,6 +213,7 @@ def render(doc: dict[str, Any], svgs: dict[str, str], *, drill_note: str | None 
             cards={it["id"]: it.get("anchor") for it in doc.get("drilldown") or []},
             lacking=lacking,
             t2=_table2(doc),
+            order_table=_by_position(doc),
             vsi={"tables": vsi_tables(doc), "doc": doc},
             state_labels=STATE_LABELS,
             regime_labels=REGIME_LABELS,

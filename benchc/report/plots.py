@@ -744,6 +744,60 @@ def reliability(doc: dict[str, Any]) -> str:
     return _svg(fig, "vsi-reliability")
 
 
+# -- option order: accuracy by the position of the correct option -------------------------------
+#: The two sides of the by-position figure: (block key, legend word, hatch).
+POSITION_SIDES = (("clean", "clean", None), ("corrupted", "corrupted", "//"))
+
+
+def position_series(doc: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The series with an ``accuracy_by_position`` block (index, series)."""
+    return [(i, s) for i, s in enumerate(doc["series"]) if s.get("accuracy_by_position")]
+
+
+def position_accuracy(doc: dict[str, Any]) -> str:
+    """Accuracy by the position the correct option was shown at (docs/spec.md §4, option
+    order): positions A, B, C, ... on x, one bar per series and side (clean solid, corrupted
+    hatched, in the series' colour; a compare page: baseline clean / corrupted, then candidate
+    clean / corrupted), each bar's value above it. A model answering by content has level bars;
+    one that prefers a position is right far more often when the answer sits there."""
+    from matplotlib.colors import to_rgba
+
+    blocks = position_series(doc)
+    bars = [(i, s, side, word, hatch)
+            for i, s in blocks
+            for side, word, hatch in POSITION_SIDES
+            if s["accuracy_by_position"].get(side) is not None]  # fmt: skip
+    positions = max((s["accuracy_by_position"]["positions"] for _, s in blocks), key=len,
+                    default=[])  # fmt: skip
+    n = max(1, len(bars))
+    width = 0.8 / n
+    fig, axes = _subplots(1, 1, (max(4.6, 1.6 + len(positions) * (0.3 + 0.32 * n)), 3.4))
+    ax = axes[0][0]
+    for b, (i, s, side, word, hatch) in enumerate(bars):
+        colour = _style(i)["color"]
+        values = [_v(x) for x in s["accuracy_by_position"][side]]
+        xs = [j + (b - (n - 1) / 2) * width for j in range(len(values))]
+        face = to_rgba(colour, 1.0 if hatch is None else 0.35)
+        ax.bar(xs, [0 if math.isnan(v) else v for v in values], width, color=face,
+               edgecolor=colour, hatch=hatch, linewidth=0.8,
+               label=f"{s['label']} · {word}")  # fmt: skip
+        for x, v in zip(xs, values, strict=True):
+            if not math.isnan(v):
+                ax.text(x, v + 0.02, cell_text(v), ha="center", va="bottom", fontsize=TICK_PT,
+                        rotation=90 if n > 2 else 0)  # fmt: skip
+    ax.set_xticks(range(len(positions)), positions)
+    ax.set_xlim(-0.6, len(positions) - 0.4)
+    ax.set_ylim(0, 1.25 if n > 2 else 1.12)
+    ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
+    ax.set_xlabel("position the correct option was shown at", fontsize=LABEL_PT)
+    ax.set_ylabel("accuracy", fontsize=LABEL_PT)
+    _ticks(ax)
+    if bars:
+        fig.legend(fontsize=TICK_PT, loc="outside lower center", ncol=2)
+    fig.suptitle("Accuracy by position of the correct option (option order)", fontsize=TITLE_PT)
+    return _svg(fig, "position")
+
+
 #: Figure id -> (section, caption, renderer). The page draws them in this order.
 PLOTS: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
     "heatmap-ras": (
@@ -779,6 +833,14 @@ PLOTS: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
         "trajectories",
         "Trajectory classes over severities per (sample, corruption).",
         trajectory_composition,
+    ),
+    "accuracy-by-position": (
+        "order",
+        "Accuracy over (sample, rotation) pairs by the position the correct option was shown "
+        "at, every sample scored under cyclic rotations of its options; solid: clean, hatched: "
+        "pooled over the rotated corrupted conditions. Level bars: the model answers by "
+        "content; a peak: it prefers that position.",
+        position_accuracy,
     ),
     "vsi-distribution": (
         "vsi",
@@ -840,7 +902,10 @@ def render_all(doc: dict[str, Any], keys: Sequence[str] | None = None) -> dict[s
             continue
         if section == "vsi" and not has_vsi:
             continue
-        if section != "vsi" and not has_grid:
+        if section == "order":
+            if not position_series(doc):  # no rotations stored: the page says so instead
+                continue
+        elif section != "vsi" and not has_grid:
             continue
         if section == "trajectories" and not any(s.get("trajectories") for s in doc["series"]):
             continue

@@ -54,9 +54,10 @@ def test_every_figure_is_defined_once_per_level_with_spec_directions():
         )
         assert f.direction == ("lower" if lower else "higher"), f.name
         assert f.floor > 0
-    # the issue's family-level gates
+    # the issue's family-level gates, and option order's (issue 52)
     assert {f.name for f in figures("family", gated_only=True)} == {
-        "ras", "r_c", "r_w", "accuracy", "p_correct", "negative_flips"
+        "ras", "r_c", "r_w", "accuracy", "p_correct", "negative_flips",
+        "circular_accuracy", "position_preference", "order_interaction",
     }  # fmt: skip
     # consistency falls under any change: reported everywhere, gated only at the model level
     assert not figure("cell", "consistency").gated and not figure("family", "consistency").gated
@@ -102,7 +103,8 @@ def test_rerecording_merges_rules_hand_edits_survive_new_defaults_arrive():
     merged = merge_rules(edited, "family")
     assert merged[0] == edited[0]
     assert [r.figure for r in merged] == [
-        "ras", "r_c", "r_w", "accuracy", "p_correct", "negative_flips"
+        "ras", "r_c", "r_w", "accuracy", "p_correct", "negative_flips",
+        "circular_accuracy", "position_preference", "order_interaction",
     ]  # fmt: skip
     assert merged[1:] == default_rules("family")[1:]
 
@@ -373,10 +375,10 @@ def test_payload_json_roundtrip_names_the_sidecar():
 
 def test_budget_over_payloads_counts_each_case_rules_as_its_gates():
     """Offline re-checks (``benchc report``) build one payload per case; the budget must count
-    the same gates pytest counts: 6 per cell, 6 per family, 1 per model-level case."""
+    the same gates pytest counts: 6 per cell, 9 per family, 1 per model-level case."""
     cases = grid_payloads(_grid(), model="m", dataset="d", info={}, seed=0, z_for=Z3)
     b = ErrorBudget.for_payloads(0.01, cases.values())
-    assert dict(b.gates) == {"cell": 4 * 6, "family": 2 * 6, "model": 10}
+    assert dict(b.gates) == {"cell": 4 * 6, "family": 2 * 9, "model": 15}
     assert b.z("model") == pytest.approx(ErrorBudget(0.01, dict(b.gates)).z("model"))
 
 

@@ -280,8 +280,8 @@ def test_a_report_that_cannot_be_written_keeps_the_results_the_verdict_and_the_e
     (report / "report.html" / "mine.txt").write_text("the user's")
     before = hashes(report, data)
     args = _args(project.path, data, "-k", "not vsi")
-    # a cell, a family, the 10 model-level figures
-    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=12)
+    # a cell, a family, the 15 model-level figures
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=17)
     passing = project.runpytest_inprocess(*args, f"--report={report}")
     assert passing.ret == 0  # every case passed: the report's failure does not change that
     (line,) = _error_lines(passing)
@@ -425,7 +425,7 @@ def test_a_subset_update_never_rewrites_a_larger_baseline(project):
     data = write_jsonl(project.path / "src")
     full = _args(project.path, data, "--snapshot-update", "-k", "not vsi")
     full[full.index("--severities=1")] = "--severities=1,2"
-    project.runpytest_inprocess(*full).assert_outcomes(passed=13)  # 2 cells, 1 family, 10 model
+    project.runpytest_inprocess(*full).assert_outcomes(passed=18)  # 2 cells, 1 family, 15 model
     folder = project.path / "thresholds" / "tiny-vlm"
     ras = folder / "model-ras.json"
     snapshot = json.loads(ras.read_text())

@@ -131,8 +131,8 @@ def test_default_run_passes_on_the_committed_snapshot(project):
         "-k",
         "not test_vsi",
     )
-    result.assert_outcomes(passed=1 + 1 + 10)
-    assert "gates: 22 pass" in result.stdout.str()  # 6 cell + 6 family + 10 model figures
+    result.assert_outcomes(passed=1 + 1 + 15)
+    assert "gates: 30 pass" in result.stdout.str()  # 6 cell + 9 family + 15 model figures
 
 
 @pytest.mark.slow  # five suite runs: none, record, --report, recompute, per-sample (~20 s)
@@ -153,7 +153,7 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
 
     # 2. Record: figures, SEs and rules land in thresholds/tiny-vlm/.
     result = project.runpytest_inprocess(*args, "--snapshot-update")
-    result.assert_outcomes(passed=16)
+    result.assert_outcomes(passed=21)
     recorded = _snapshots(root)
     assert {"cell-fog-2.json", "model-mixed_cell_rate.json", "vsi-gap.json"} <= set(recorded)
     assert b'"rules"' in recorded["cell-fog-2.json"]
@@ -166,7 +166,7 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
     # 3. The same model passes, and --report writes the page and its JSON, baseline overlaid.
     report = root / "report"
     result = project.runpytest_inprocess(*args, f"--report={report}")
-    result.assert_outcomes(passed=16)
+    result.assert_outcomes(passed=21)
     assert 0 < (report / "report.html").stat().st_size < 5_000_000
     doc = json.loads((report / "report.json").read_text())
     assert [s["kind"] for s in doc["series"]] == ["run", "baseline"]
@@ -184,7 +184,7 @@ def test_snapshot_lifecycle(project, model_dir, small_dataset, corruption_cache)
     result = project.runpytest_inprocess(
         *_args(model_dir, small_dataset, corruption_cache, root, "fresh"), "--snapshot-update"
     )
-    result.assert_outcomes(passed=16)
+    result.assert_outcomes(passed=21)
     assert _snapshots(root) == recorded
 
     # 5. Per-sample drill-down: one case per cell x sample, checked against the cell snapshot;
@@ -240,7 +240,7 @@ def test_degraded_model_fails_then_update_passes(
 ):
     root = project.path
     args = _args(model_dir, medium_dataset, corruption_cache, root)
-    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=16)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=21)
     degraded = [*args, "--benchc-degrade=damp=0.05,sharpen=4"]
 
     result = project.runpytest_inprocess(*degraded)
@@ -250,8 +250,8 @@ def test_degraded_model_fails_then_update_passes(
     for needed in ("baseline", "current", "tolerance", "samples that moved most"):
         assert needed in out
 
-    project.runpytest_inprocess(*degraded, "--snapshot-update").assert_outcomes(passed=16)
-    project.runpytest_inprocess(*degraded).assert_outcomes(passed=16)
+    project.runpytest_inprocess(*degraded, "--snapshot-update").assert_outcomes(passed=21)
+    project.runpytest_inprocess(*degraded).assert_outcomes(passed=21)
     # Back to the original model against the degraded baseline: its accuracy gain is reported,
     # never failed. Its consistency is lower (a washed-out model gives the same answer whatever
     # the corruption), and that structural change is what the consistency/RAS gates flag.
@@ -279,7 +279,7 @@ def test_killed_xdist_run_resumes_to_the_serial_figures(
     # another results folder, so the killed run below still computes everything itself
     grid = ["--corruptions=noise", "--severities=1-3", "--snapshot-update"]
     first = [*_args(model_dir, small_dataset, corruption_cache, root, "first"), *grid]
-    project.runpytest_inprocess(*first).assert_outcomes(passed=12 + 1 + 10 + 2)
+    project.runpytest_inprocess(*first).assert_outcomes(passed=12 + 1 + 15 + 2)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", *args, "-q", "-n", "2"],
         cwd=root,
@@ -300,7 +300,7 @@ def test_killed_xdist_run_resumes_to_the_serial_figures(
     assert 2 <= len([p for p in before if "-" in p.stem]) < 12
 
     record = [*args, "--snapshot-update"]
-    project.runpytest_inprocess(*record).assert_outcomes(passed=12 + 1 + 10 + 2)
+    project.runpytest_inprocess(*record).assert_outcomes(passed=12 + 1 + 15 + 2)
     for path, mtime in before.items():  # finished conditions were reused, not recomputed
         assert path.stat().st_mtime_ns == mtime, path.name
 
@@ -310,7 +310,7 @@ def test_killed_xdist_run_resumes_to_the_serial_figures(
         )
         for a in record
     ]
-    project.runpytest_inprocess(*reference).assert_outcomes(passed=12 + 1 + 10 + 2)
+    project.runpytest_inprocess(*reference).assert_outcomes(passed=12 + 1 + 15 + 2)
     resumed, uninterrupted = _stored(results), _stored(root / "reference")
     assert resumed.keys() == uninterrupted.keys()
     for name, arrays in uninterrupted.items():
@@ -331,21 +331,21 @@ def test_subset_rerecord_never_overwrites_full_grid_snapshots(
     or subset, still checks them: none is skipped."""
     root = project.path
     args = _args(model_dir, small_dataset, corruption_cache, root)
-    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=16)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=21)
     full = _snapshots(root)
 
     subset = [*args, "--corruptions=fog"]
     result = project.runpytest_inprocess(*subset, "--snapshot-update")
-    result.assert_outcomes(passed=1 + 1 + 10 + 2)
+    result.assert_outcomes(passed=1 + 1 + 15 + 2)
     assert "KEPT test_model[ras]: recorded over 2 cells, this run selects 1" in result.stdout.str()
     after = _snapshots(root)
     kept = [n for n in full if n.startswith("model-") or "pixelate" in n]
     assert len(kept) == 10 + 1 and all(after[n] == full[n] for n in kept)
 
-    project.runpytest_inprocess(*args).assert_outcomes(passed=16)
+    project.runpytest_inprocess(*args).assert_outcomes(passed=21)
     result = project.runpytest_inprocess(*subset)
-    result.assert_outcomes(passed=1 + 1 + 10 + 2)  # model-level gates checked on the shared cell
-    assert "gates: 24 pass" in result.stdout.str()  # 6 cell, 6 family, 10 model, 2 VSI
+    result.assert_outcomes(passed=1 + 1 + 15 + 2)  # model-level gates checked on the shared cell
+    assert "gates: 32 pass" in result.stdout.str()  # 6 cell, 9 family, 15 model, 2 VSI
 
 
 def test_a_damaged_sidecar_fails_its_gate_with_the_rerecord_command(
@@ -376,7 +376,7 @@ def test_the_next_look_of_a_sequential_gate_runs_as_printed(
 
     root = project.path
     args = _args(model_dir, medium_dataset, corruption_cache, root)
-    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=16)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=21)
     real = looks.sequential
 
     def undecided(records, budget, **kw):
@@ -426,7 +426,7 @@ def test_a_subset_spends_the_budget_on_its_own_gates_and_xdist_decides_the_look(
     sequential design the workers gated with: the same model PASSes at look 1 of 2."""
     root = project.path
     args = _args(model_dir, medium_dataset, corruption_cache, root)
-    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=16)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=21)
     subset = project.runpytest_inprocess(*args, "-k", "test_model and accuracy")
     subset.assert_outcomes(passed=1)
     assert "false-alarm budget 0.01 (weighted Bonferroni): model 1 x z=2.33" in subset.stdout.str()

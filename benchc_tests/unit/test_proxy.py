@@ -416,7 +416,7 @@ def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) 
         "--model-args=concurrency=2,rate_limit=200",
     )
     result = project.runpytest_inprocess(*args, "--snapshot-update")
-    result.assert_outcomes(passed=1 + 1 + 10 + 2)  # cell, family, model, VSI (top-k variant)
+    result.assert_outcomes(passed=1 + 1 + 15 + 2)  # cell, family, model, VSI (top-k variant)
     result.stdout.fnmatch_lines(
         ["*note: tiny over http://127.0.0.1:*: queries scored * by logprobs*"]
     )
@@ -455,7 +455,7 @@ def test_a_served_run_loads_no_torch_nor_scikit_learn(server, pytester, tmp_path
     )
     args = _served_suite_args(server, tmp_path, "--snapshot-update")
     result = project.runpytest_subprocess(*args)
-    result.assert_outcomes(passed=1 + 1 + 10 + 2)
+    result.assert_outcomes(passed=1 + 1 + 15 + 2)
     assert loaded.read_text() == ""
 
 

@@ -245,7 +245,7 @@ def test_suite_report_and_compare_read_every_run_a_server_gives(pytester, tmp_pa
             args = _suite_args(srv, tmp_path, name, data)
             result = project.runpytest_inprocess(*args, "--snapshot-update")
             vsi_passed = 2 if name == "topk" else 0
-            result.assert_outcomes(passed=12 + vsi_passed, skipped=2 - vsi_passed)
+            result.assert_outcomes(passed=17 + vsi_passed, skipped=2 - vsi_passed)
             out = result.stdout.str()
             assert "Traceback" not in out
             if name == "sampling":

@@ -101,7 +101,7 @@ def test_the_recipe_runs_as_written(setup):
     # JUnit: every gate's test case names both sides
     cases = list(ET.parse(repo / "report" / "junit.xml").iter("testcase"))
     gated = [c for c in cases if c.find("properties") is not None]
-    assert len(gated) == 16  # 2 cells, 2 families, 10 model-level figures, 2 VSI
+    assert len(gated) == 21  # 2 cells, 2 families, 15 model-level figures, 2 VSI
     for case in gated:
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
         assert props["benchc.candidate"] == f"{FAMILY}-step-50000"

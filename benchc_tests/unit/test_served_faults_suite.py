@@ -73,7 +73,7 @@ def test_glitches_pass_with_the_baselines_bytes_and_a_route_mismatch_stops(
     project, tmp_path
 ) -> None:
     with fault_server() as clean:
-        project.suite(clean, "base", "--snapshot-update").assert_outcomes(passed=14)
+        project.suite(clean, "base", "--snapshot-update").assert_outcomes(passed=19)
     manifest = json.loads(next((tmp_path / "thresholds").rglob("baseline.manifest")).read_text())
     assert manifest["option_access"] == "logprobs"
     reference = _arrays(tmp_path / "base")
@@ -143,7 +143,7 @@ def test_a_permanent_fault_ends_the_run_once_with_the_infrastructure_code(
     run = project.runpytest_subprocess if workers else None
     with fault_server(FaultPlan() if workers else plan) as srv:
         if workers:
-            project.suite(srv, "base", "--snapshot-update", args=args).assert_outcomes(passed=14)
+            project.suite(srv, "base", "--snapshot-update", args=args).assert_outcomes(passed=19)
             srv.replan(plan)
         began = time.monotonic()
         result = project.suite(srv, "results", *mode, args=args, run=run)

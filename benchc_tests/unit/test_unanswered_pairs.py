@@ -128,7 +128,7 @@ def test_a_served_model_that_never_names_an_option_crashes_the_verdict_and_names
         f"{silent!r} under clean, sample {silent!r} under pixelate-2."
     )
     with running(srv):
-        suite("answering", "thresholds", "--snapshot-update").assert_outcomes(passed=12, skipped=2)
+        suite("answering", "thresholds", "--snapshot-update").assert_outcomes(passed=17, skipped=2)
         srv.silent = True
         # two xdist workers: each hands its raised cases to the controller's verdict
         result = suite("silent", "thresholds", "-n", "2", run=project.runpytest_subprocess)
