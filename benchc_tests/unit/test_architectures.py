@@ -219,9 +219,9 @@ def test_suite_run_records_every_gate(name, root, pytester, tmp_path_factory) ->
         "-p",
         "no:randomly",
     )
-    result.assert_outcomes(passed=2 + 2 + 10 + 2)  # cells, families, model level, VSI
+    result.assert_outcomes(passed=2 + 2 + 15 + 2)  # cells, families, model level, VSI
     snapshots = {p.name: json.loads(p.read_text()) for p in (out / "thresholds").glob("*/*.json")}
-    assert len(snapshots) == 2 + 2 + 10 + 2  # one per gated case, cells and families included
+    assert len(snapshots) == 2 + 2 + 15 + 2  # one per gated case, cells and families included
     vsi = snapshots["vsi-insensitive_fraction.json"]
     assert vsi["n"] == 4 and math.isfinite(vsi["info"]["median_vsi"])
 

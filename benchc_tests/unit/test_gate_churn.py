@@ -191,7 +191,7 @@ def test_plan_prints_the_mdr_a_gate_run_prints_and_sizes_a_target(capsys):
     by = {(r.level, r.scope, r.figure): r for r in rows}
     acc = by[("model", "model", "accuracy")]
     # the MDR the recorded snapshot states is the one plan computes (same budget, same seed)
-    recorded = load_baseline(BASELINE / "test_model-accuracy.json")
+    recorded = load_baseline(BASELINE / "model-accuracy.json")
     assert acc.mdr == pytest.approx(recorded.figures["accuracy"].mdr, abs=1e-6)
     assert acc.needed is None and "floor" in acc.why  # 0.005 < the rule's floor 0.01
     pc = by[("model", "model", "p_correct")]

@@ -29,8 +29,8 @@ from benchc.spec import VSI_INSENSITIVE
 from benchc.suite.payloads import build_payload
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "thresholds" / "tiny-vlm"
-#: The default suite's gates (95 cells x 6, 5 families x 6, 10 model-level, 2 VSI).
-BUDGET = ErrorBudget(gates={"cell": 570, "family": 30, "model": 10, "vsi": 2})
+#: The default suite's gates (95 cells x 6, 5 families x 9, 15 model-level, 2 VSI).
+BUDGET = ErrorBudget(gates={"cell": 570, "family": 45, "model": 15, "vsi": 2})
 SEEDS = 10
 SMALL = 18
 
@@ -43,7 +43,10 @@ def _payload(ev, level: str, name: str):
 
 
 def _evidence(case: str, n: int | None):
-    ev = load_baseline(SNAPSHOTS / f"{case}.json").evidence
+    path = SNAPSHOTS / f"{case}.json"
+    if not path.is_file():  # a re-recorded snapshot is named after its gate
+        path = SNAPSHOTS / f"{case.removeprefix('test_')}.json"
+    ev = load_baseline(path).evidence
     return ev if n is None else ev.take(np.arange(n))
 
 

@@ -340,7 +340,7 @@ def test_subset_rerecord_never_overwrites_full_grid_snapshots(
     assert "KEPT test_model[ras]: recorded over 2 cells, this run selects 1" in result.stdout.str()
     after = _snapshots(root)
     kept = [n for n in full if n.startswith("model-") or "pixelate" in n]
-    assert len(kept) == 10 + 1 and all(after[n] == full[n] for n in kept)
+    assert len(kept) == 15 + 1 and all(after[n] == full[n] for n in kept)
 
     project.runpytest_inprocess(*args).assert_outcomes(passed=21)
     result = project.runpytest_inprocess(*subset)

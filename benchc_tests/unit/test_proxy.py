@@ -432,10 +432,10 @@ def test_suite_runs_an_openai_model_with_device_set(server, pytester, tmp_path) 
     # checked again: the gap has no vision tower to probe, so it is UNCHECKED, never silent,
     # and a failure under --strict-gates
     result = project.runpytest_inprocess(*args)
-    result.assert_outcomes(passed=1 + 1 + 10 + 1, skipped=1)
+    result.assert_outcomes(passed=1 + 1 + 15 + 1, skipped=1)
     assert "unchecked gates:\n    - gap in vsi" in result.stdout.str()
     result = project.runpytest_inprocess(*args, "--strict-gates")
-    result.assert_outcomes(passed=1 + 1 + 10 + 1, failed=1)
+    result.assert_outcomes(passed=1 + 1 + 15 + 1, failed=1)
 
 
 def test_a_served_run_loads_no_torch_nor_scikit_learn(server, pytester, tmp_path) -> None:

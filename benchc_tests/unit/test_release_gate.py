@@ -120,9 +120,9 @@ def test_a_candidate_is_gated_against_a_named_baseline(
 
     # 1. Record the released checkpoint under the name it is given; its manifest says where.
     result = project.runpytest_inprocess(*release, "--snapshot-update")
-    result.assert_outcomes(passed=16)
+    result.assert_outcomes(passed=21)
     folder = root / "thresholds" / "release"
-    assert len(list(folder.glob("*.json"))) == 16  # 2 cells, 2 families, 10 model, 2 VSI
+    assert len(list(folder.glob("*.json"))) == 21  # 2 cells, 2 families, 15 model, 2 VSI
     assert not (root / "thresholds" / "tiny-vlm-release").exists()
     manifest = json.loads((folder / "baseline.manifest").read_text())
     env = manifest["environment"]
@@ -148,7 +148,7 @@ def test_a_candidate_is_gated_against_a_named_baseline(
     junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     result = project.runpytest_inprocess(*_inner(gate), f"--junitxml={junit}")
-    result.assert_outcomes(passed=16)
+    result.assert_outcomes(passed=21)
     out = result.stdout.str()
     assert f"candidate: tiny-vlm-rc2 ({models['rc2']})" in out
     assert "baseline: release (" in out
@@ -193,7 +193,7 @@ def test_a_candidate_is_gated_against_a_named_baseline(
 def test_a_mismatch_is_one_usage_error_before_the_first_forward_pass(project, models, data, cache):
     root = project.path
     release = _args(models["release"], data["small"], cache, root, "--baseline=release")
-    project.runpytest_inprocess(*release, "--snapshot-update").assert_outcomes(passed=16)
+    project.runpytest_inprocess(*release, "--snapshot-update").assert_outcomes(passed=21)
     stored = {p for p in (root / "results").rglob("*.npz")}
 
     for extra, option, recorded, fix in (
@@ -219,7 +219,7 @@ def test_a_mismatch_is_one_usage_error_before_the_first_forward_pass(project, mo
     # the fix, run as printed, passes: no loop
     result = project.runpytest_inprocess(*release, "--image-size=160")
     fixed = _inner(_commands(result.stderr.str())[0])
-    project.runpytest_inprocess(*fixed).assert_outcomes(passed=16)
+    project.runpytest_inprocess(*fixed).assert_outcomes(passed=21)
 
 
 def test_recording_names_what_cannot_be_gated_and_a_rule_stays_off(project, models, data, cache):
@@ -227,7 +227,7 @@ def test_recording_names_what_cannot_be_gated_and_a_rule_stays_off(project, mode
     four = f"--vsi-dataset={data['four']}"
     args = _args(models["release"], data["small"], cache, root, four)
     result = project.runpytest_inprocess(*args, "--snapshot-update")
-    result.assert_outcomes(passed=16)
+    result.assert_outcomes(passed=21)
     out = result.stdout.str()
     # one block: the gap is undefined on a 4-sample VSI set (reason and remedy, in numbers)
     assert out.count("with gates no later run can check:") == 1
@@ -252,9 +252,9 @@ def test_recording_names_what_cannot_be_gated_and_a_rule_stays_off(project, mode
     snap["rules"] = [r + ":off" if r.startswith("gap:") else r for r in snap["rules"]]
     path.write_text(json.dumps(snap, indent=1) + "\n")
     result = project.runpytest_inprocess(*args, "--strict-gates")
-    result.assert_outcomes(passed=16)
+    result.assert_outcomes(passed=21)
     assert "OFF gap in vsi: switched off in the snapshot" in result.stdout.str()
-    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=16)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=21)
     assert any(r.endswith(":off") for r in json.loads(path.read_text())["rules"])
 
 
@@ -262,12 +262,12 @@ def test_smoke_run_and_ci_surfaces(project, models, data, cache):
     root = project.path
     args = _args(models["release"], data["small"], cache, root)
     result = project.runpytest_inprocess(*args, "--snapshot-update")
-    result.assert_outcomes(passed=16)
+    result.assert_outcomes(passed=21)
     assert "deselected" not in result.stdout.str()  # no hidden per-sample placeholder
 
     # --limit: gates on the samples both sides hold, and the summary says so
     result = project.runpytest_inprocess(*args, "--limit=6")
-    result.assert_outcomes(passed=16)
+    result.assert_outcomes(passed=21)
     out = result.stdout.str()
     assert "smoke run (--limit 6)" in out
     assert "deselected" not in out
@@ -282,13 +282,13 @@ def test_a_baseline_from_another_environment_is_one_line_and_still_gated(
 ):
     root = project.path
     args = _args(models["release"], data["small"], cache, root)
-    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=16)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=21)
     path = root / "thresholds" / "tiny-vlm-release" / "baseline.manifest"
     manifest = json.loads(path.read_text())
     manifest["environment"]["torch"] = "1.0.0"
     path.write_text(json.dumps(manifest))
     result = project.runpytest_inprocess(*args, "--report", str(tmp_path / "rep"))
-    result.assert_outcomes(passed=16)
+    result.assert_outcomes(passed=21)
     lines = [ln for ln in result.outlines if "recorded in another environment" in ln]
     assert len(lines) == 1 and "torch 1.0.0 -> " in lines[0]
     doc = json.loads((tmp_path / "rep" / "report.json").read_text())
@@ -310,7 +310,7 @@ def test_an_inconclusive_run_says_so_everywhere_and_can_fail(
     provenance; ``--inconclusive=fail`` exits 6, the default keeps the exit status."""
     root = project.path
     args = _args(models["release"], data["small"], cache, root)
-    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=16)
+    project.runpytest_inprocess(*args, "--snapshot-update").assert_outcomes(passed=21)
     junit = tmp_path / "junit.xml"
     result = project.runpytest_inprocess(*args, "--report", str(tmp_path / "rep"),
                                          f"--junitxml={junit}")  # fmt: skip

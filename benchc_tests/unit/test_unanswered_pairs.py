@@ -132,7 +132,7 @@ def test_a_served_model_that_never_names_an_option_crashes_the_verdict_and_names
         srv.silent = True
         # two xdist workers: each hands its raised cases to the controller's verdict
         result = suite("silent", "thresholds", "-n", "2", run=project.runpytest_subprocess)
-        result.assert_outcomes(failed=12, skipped=2)
+        result.assert_outcomes(failed=17, skipped=2)
         assert result.ret == 7  # the verdict table's CRASHED, not a regression's 1
         result.stdout.fnmatch_lines(
             [
@@ -144,7 +144,7 @@ def test_a_served_model_that_never_names_an_option_crashes_the_verdict_and_names
         )
         assert "INCONCLUSIVE" not in result.stdout.str()
         recorded = suite("silent", "thresholds-silent", "--snapshot-update")
-    recorded.assert_outcomes(failed=12, skipped=2)
+    recorded.assert_outcomes(failed=17, skipped=2)
     recorded.stdout.fnmatch_lines(
         [
             "baseline silent (*) is incomplete: 12 case(s) raised and recorded nothing (no later "

@@ -21,7 +21,7 @@ THRESHOLDS = REPO / "thresholds" / "tiny-vlm"
 @pytest.fixture(scope="module")
 def grid() -> GridEvidence:
     """The embedded model's real option logits over the full grid (the committed sidecar)."""
-    return load_baseline(THRESHOLDS / "test_model-ras.json").evidence  # type: ignore[return-value]
+    return load_baseline(THRESHOLDS / "model-ras.json").evidence  # type: ignore[return-value]
 
 
 def _preds(ev: GridEvidence) -> np.ndarray:
