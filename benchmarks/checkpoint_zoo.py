@@ -2,8 +2,9 @@
 
 Each edit of :data:`benchc.testing.dev.checkpoints.EDITS` (projector scaled down, vision tower
 perturbed, vision layers re-initialised, a brief text-only fine-tune, the vision tower
-quantised to int8 / int4 / int3, a random low-rank update merged, and the benign re-save in
-bfloat16), on its ladder of strengths, is written as a checkpoint folder and run through the
+quantised to int8 / int4 / int3, a random low-rank update merged, a brief fine-tune on
+fixed-order data (position-biased), and the benign re-save in bfloat16), on its ladder of
+strengths, is written as a checkpoint folder and run through the
 suite's real model path (``from_pretrained`` on the folder, the results store) on a grid of
 ``--corruptions`` x ``--severities``; benign settings of the reference folder (bfloat16
 inference, batch size 1, the eager attention implementation) run beside them. Every variant is
@@ -13,9 +14,11 @@ the testbed (sample ids drawn with replacement, the same for both sides).
 
 Printed per variant: clean and corrupted accuracy change, the negative flip rates, and in how
 many resamples the verdict was FAIL, UNRESOLVED or PASS, with the gates that caught it. The
-last lines check the targets of docs/spec.md §6: every edit moving clean or corrupted accuracy
-by 3 points or more is FAIL or UNRESOLVED in at least 19 of 20 resamples; every benign variant
-is PASS in at least 19 of 20.
+last lines check the targets of docs/spec.md §6: every edit moving clean or corrupted accuracy,
+or circular accuracy (option order, §4), by 3 points or more is FAIL or UNRESOLVED in at least
+19 of 20 resamples; every benign variant is PASS in at least 19 of 20. Then the option-order
+floors' calibration: each benign variant's largest change, the floor it implies, and the
+held-out variant's change against the floor.
 
     python benchmarks/checkpoint_zoo.py                    # docs/measurements.md (~10 min, 2 cores)
     python benchmarks/checkpoint_zoo.py --quick --resamples 3 --corruptions fog --severities 3
@@ -65,6 +68,55 @@ def _flips(ref: Outputs, out: Outputs) -> tuple[float, float]:
 
 #: The figures whose floors the benign variants calibrate (docs/spec.md §6, churn).
 CALIBRATED = ("accuracy", "p_correct", "p_correct_clean", "negative_flips", "negative_flips_clean")
+#: The option-order figures (docs/spec.md §4); their floors: :func:`order_floors`.
+ORDER = ("circular_accuracy", "circular_accuracy_clean", "position_preference",
+         "position_preference_clean", "order_interaction")  # fmt: skip
+#: The benign variant held out of the option-order floors' calibration (reported against them).
+HELD_OUT = "re-saved in bfloat16"
+#: A floor is at least this many times the largest change a calibration variant made.
+FLOOR_MARGIN = 2.0
+
+
+def _worst(ref: Outputs, out: Outputs, names: tuple[str, ...]) -> dict[tuple[str, str], float]:
+    """(level, figure) -> the largest worse-direction change of ``out`` against ``ref`` over
+    the level's cases (the whole testbed), for the gated ``names``."""
+    from benchc.gates.figures import figure, figures
+
+    worst: dict[tuple[str, str], float] = {}
+    cur_cases = cases(out)
+    for key, (level, _scope, ev) in cases(ref).items():
+        gated = {f.name for f in figures(level, gated_only=True)} if level != "vsi" else set()
+        cur = cur_cases[key][2].align(ev.ids).paired_with(ev)[0]
+        fb, fc = ev.figures(), cur.figures()
+        for f in names:
+            if f in gated:
+                d = -figure(level, f).sign * (fc[f] - fb[f])
+                worst[(level, f)] = max(worst.get((level, f), -np.inf), d)
+    return worst
+
+
+def order_floors(ref: Outputs, benign: list[tuple[str, Outputs]]) -> None:
+    """The option-order floors' calibration: per gated (level, figure), the largest
+    worse-direction change over the benign variants but :data:`HELD_OUT`, the floor that
+    implies (:data:`FLOOR_MARGIN` x it, rounded up to 0.005), the floor in use, and the
+    held-out variant's change against it."""
+    import math
+
+    from benchc.gates.figures import figure
+
+    calib = [(n, _worst(ref, o, ORDER)) for n, o in benign if o is not ref and n != HELD_OUT]
+    held = [_worst(ref, o, ORDER) for n, o in benign if n == HELD_OUT]
+    print(f"| level | figure | largest benign change (calibration: {len(calib)} variants) | "
+          f"implied floor | floor | {HELD_OUT} (held out) |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    keys = sorted({k for _, w in calib for k in w}, key=lambda k: (k[0] != "model", k))
+    for level, f in keys:
+        top = max(w[(level, f)] for _, w in calib)
+        implied = max(0.005, math.ceil(FLOOR_MARGIN * max(top, 0.0) / 0.005 - 1e-9) * 0.005)
+        floor = figure(level, f).floor
+        out = f"{held[0][(level, f)]:+.4f}" if held else "-"
+        flag = "" if not held or held[0][(level, f)] < floor else " (above the floor)"
+        print(f"| {level} | {f} | {top:+.4f} | {implied:g} | {floor:g} | {out}{flag} |")
 
 
 def calibration(ref: Outputs, benign: list[tuple[str, Outputs]]) -> None:
@@ -203,10 +255,11 @@ def main() -> None:
     print(f"# {budget.describe()}")
     print()
     print(
-        "| edit | kind | strength | weight change | Δ acc clean | Δ acc corrupted | neg. flips "
-        "corrupted | neg. flips clean | FAIL | UNRESOLVED | PASS | caught by (share of runs) |"
+        "| edit | kind | strength | weight change | Δ acc clean | Δ acc corrupted | Δ circ. "
+        "corrupted | neg. flips corrupted | neg. flips clean | FAIL | UNRESOLVED | PASS | "
+        "caught by (share of runs) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     f0 = ref.grid.figures()
     missed: list[str] = []
     alarms: list[str] = []
@@ -221,10 +274,12 @@ def main() -> None:
             hits.update(set(st["fail"]) | set(st["unresolved"]))
         f = out.grid.figures()
         d_clean, d_corr = f["acc_clean"] - f0["acc_clean"], f["accuracy"] - f0["accuracy"]
+        d_circ = f["circular_accuracy"] - f0["circular_accuracy"]
         nf, nf_clean = _flips(ref, out)
         ranked = sorted(hits.items(), key=lambda gc: (-gc[1], gc[0]))[:4]
         top = ", ".join(f"{g} {c / len(rows):.0%}" for g, c in ranked) or "-"
-        print(f"| {name} | {kind} | {strength} | {dw} | {d_clean:+.3f} | {d_corr:+.3f} | {nf:.3f} "
+        print(f"| {name} | {kind} | {strength} | {dw} | {d_clean:+.3f} | {d_corr:+.3f} "
+              f"| {d_circ:+.3f} | {nf:.3f} "
               f"| {nf_clean:.3f} | {verdicts['FAIL']} | {verdicts['UNRESOLVED']} "
               f"| {verdicts['PASS']} | {top} |", flush=True)  # fmt: skip
         label = f"{name} {strength}"
@@ -232,15 +287,19 @@ def main() -> None:
             benign += 1
             if verdicts["PASS"] < SHARE * len(rows):
                 alarms.append(label)
-        elif max(-d_clean, -d_corr) >= MEANINGFUL - 1e-12:
+        elif max(-d_clean, -d_corr, abs(d_circ)) >= MEANINGFUL - 1e-12:
             meaningful += 1
             if verdicts["FAIL"] + verdicts["UNRESOLVED"] < SHARE * len(rows):
                 missed.append(label)
     t2 = time.perf_counter()
     print()
-    calibration(ref, [(name, out) for name, kind, _, _, out in variants if kind == "benign"])
+    benign_outputs = [(name, out) for name, kind, _, _, out in variants if kind == "benign"]
+    calibration(ref, benign_outputs)
     print()
-    print(f"# edits losing >= {MEANINGFUL:g} of clean or corrupted accuracy: {meaningful}; FAIL or "
+    order_floors(ref, benign_outputs)
+    print()
+    print(f"# edits losing >= {MEANINGFUL:g} of clean or corrupted accuracy or moving circular "
+          f"accuracy by as much: {meaningful}; FAIL or "
           f"UNRESOLVED in >= {SHARE:.0%} of resamples: {meaningful - len(missed)}"
           + (f" (missed: {', '.join(missed)})" if missed else ""))  # fmt: skip
     passed = benign - len(alarms)

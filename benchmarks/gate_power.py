@@ -81,7 +81,7 @@ def run_variant(
         backend = hook(backend)
     workers = default_corruption_workers(None)
     grid_run = SuiteRun(vcfg, open_dataset(vcfg), backend, corruption_workers=workers)
-    grid = grid_evidence(grid_run, vcfg.conditions)
+    grid = grid_evidence(grid_run, vcfg.conditions, order=True)
     if not vsi:
         return Outputs(grid, None)  # type: ignore[arg-type]
     vsi_cfg = replace(vcfg, dataset=cfg.resolved_vsi_dataset())

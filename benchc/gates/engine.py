@@ -137,6 +137,11 @@ class GateEngine:
                 f"{key}={new!r}; the figures are not comparable. Re-record baseline "
                 f"'{self.baseline.name}' from the released checkpoint with:\n"
                 f"    {self.commands.record_release()}"))  # fmt: skip
+        if result.verdict is None and result.absent:
+            again = self.commands.record_release()
+            return CaseDecision((), "fail", (
+                f"{result.problem}. Re-record baseline '{self.baseline.name}' from the "
+                f"released checkpoint to gate them:\n    {again}"))  # fmt: skip
         if result.verdict is None:
             return CaseDecision((), "fail", str(result.problem))
         outcomes = result.verdict.outcomes

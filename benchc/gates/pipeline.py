@@ -44,6 +44,8 @@ class CaseResult:
     verdict: Verdict | None = None
     problem: str | None = None
     mismatch: tuple[tuple[str, Any, Any], ...] = ()
+    #: The case's gates the snapshot has no rule for (recorded before they existed).
+    absent: tuple[str, ...] = ()
 
 
 def check_case(
@@ -59,6 +61,14 @@ def check_case(
         check_rules(baseline.rules, baseline.level, where=where)
     except RuleError as exc:
         return CaseResult(problem=str(exc))
+    recorded = {r.figure for r in baseline.rules}
+    absent = tuple(r.figure for r in current.rules if r.figure not in recorded)
+    if absent:  # never checked in silence: a gate the baseline predates is a usage error
+        return CaseResult(
+            problem=f"snapshot {where} predates gate(s) {', '.join(absent)} of this case (it "
+            "has no rule for them; switching a gate off is a rule ending ':off')",
+            absent=absent,
+        )
     verdict = check(baseline, current, z_for=z_for, seed=seed)
     notes = [
         f"{k} {current.info.get(k)} here, {baseline.info.get(k)} when recorded"

@@ -32,6 +32,7 @@ __all__ = [
     "order_pairs",
     "position_preference",
     "position_spread",
+    "rotation_probs",
 ]
 
 
@@ -136,9 +137,7 @@ def order_pairs(
     ``offsets`` (M, R_max) (rotation 0 first, -1 unused). Returns ``scored`` (M,) bool,
     ``circular`` (M,) bool (:func:`circular_correct`) and ``spread`` (M,) float
     (:func:`position_spread`), False / 0 where not scored."""
-    from benchc.metrics.options import option_probs
-
-    given = np.asarray(given, dtype=np.float32)  # the grid's own precision: its argmax ties
+    given = np.asarray(given, dtype=np.float32)
     rotated = np.asarray(rotated, dtype=np.float32)
     offsets = np.asarray(offsets)
     m, k_max = given.shape
@@ -156,12 +155,24 @@ def order_pairs(
     spread = np.zeros(m, dtype=np.float64)
     if scored.any():
         k = np.asarray(n_options)[scored]
-        logits = np.concatenate([given[scored][:, None], rotated[scored]], axis=1)
-        r = logits.shape[1]
-        probs = option_probs(logits.reshape(-1, k_max), np.repeat(k, r)).reshape(-1, r, k_max)
-        used = offsets[scored] >= 0
-        probs = np.where(used[..., None], probs, np.nan)
+        probs = rotation_probs(given[scored], rotated[scored], offsets[scored], k)
         y = np.asarray(answers)[scored]
         circular[scored] = circular_correct(probs, offsets[scored], y, k)
         spread[scored] = position_spread(probs, offsets[scored], k)
     return scored, circular, spread
+
+
+def rotation_probs(
+    given: np.ndarray, rotated: np.ndarray, offsets: np.ndarray, n_options: np.ndarray
+) -> np.ndarray:
+    """(M, R_max, K_max) option probabilities by position under each rotation slot (rotation
+    0 from ``given`` (M, K_max) logits, the others from ``rotated`` (M, R_max - 1, K_max)), in
+    float32 like the grid's, all NaN in unused slots (``offsets`` -1)."""
+    from benchc.metrics.options import option_probs
+
+    given = np.asarray(given, dtype=np.float32)  # the grid's own precision: its argmax ties
+    logits = np.concatenate([given[:, None], np.asarray(rotated, dtype=np.float32)], axis=1)
+    r, k_max = logits.shape[1], logits.shape[2]
+    k = np.repeat(np.asarray(n_options), r)
+    probs = option_probs(logits.reshape(-1, k_max), k).reshape(-1, r, k_max)
+    return np.where((np.asarray(offsets) >= 0)[..., None], probs, np.nan)

@@ -150,8 +150,11 @@ def _by_position(doc: dict[str, Any]) -> dict[str, Any]:
     return {
         "positions": positions,
         "rows": rows,
-        "pooled": [(label, b["corrupted_conditions"]) for label, b in shown
-                   if b.get("corrupted_conditions")],  # fmt: skip
+        "pooled": [
+            (label, b["corrupted_conditions"])
+            for label, b in shown
+            if b.get("corrupted_conditions")
+        ],
         "lacking": [label for label, b in blocks if not b] if rows else [],
     }
 

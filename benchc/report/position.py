@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 
 from benchc import spec
-from benchc.metrics.options import option_probs
-from benchc.metrics.position import accuracy_by_position
+from benchc.metrics.position import accuracy_by_position, rotation_probs
 from benchc.results.reader import StoredRun
 
 __all__ = ["position_accuracy", "position_labels"]
@@ -54,17 +53,13 @@ def _pairs(
     n, k_max = given.shape
     if rotated.shape != (n, offsets.shape[1] - 1, k_max) or offsets.shape[0] != n:
         return None
-    logits = np.concatenate([given[:, None], rotated], axis=1)  # (N, R, K): rotation 0 first
     used = offsets >= 0
-    answered = np.isfinite(logits).any(axis=-1) | ~used
-    keep = (used.sum(axis=1) >= 2) & answered.all(axis=1)
+    answered = np.isfinite(np.concatenate([given[:, None], rotated], axis=1)).any(axis=-1)
+    keep = (used.sum(axis=1) >= 2) & (answered | ~used).all(axis=1)
     if not keep.any():
         return None
-    logits, offsets, used = logits[keep], offsets[keep], used[keep]
-    k = np.asarray(run.n_options)[keep]
-    r = logits.shape[1]
-    probs = option_probs(logits.reshape(-1, k_max), np.repeat(k, r)).reshape(-1, r, k_max)
-    probs = np.where(used[..., None], probs, np.nan)
+    offsets, k = offsets[keep], np.asarray(run.n_options)[keep]
+    probs = rotation_probs(given[keep], rotated[keep], offsets, k)
     return probs, offsets, np.asarray(run.answers)[keep], k
 
 

@@ -280,3 +280,47 @@ def test_accepting_a_model_level_change_records_over_the_baselines_grid():
     assert "--snapshot-update" in model and "--limit" not in model
     cell = accept_command(cfg, ref, "test_cell[fog-1]")
     assert "--corruptions=fog" in cell and "--severities=1,3" in cell
+
+
+def test_a_family_snapshot_that_predates_a_gate_is_a_usage_error_not_a_silent_pass(tmp_path):
+    """A family snapshot recorded before the option-order gates existed has no rule for them:
+    the case says which gates it predates and how to re-record, never passes them unchecked;
+    re-recording (rules merged) brings them in."""
+    import numpy as np
+
+    from benchc.gates import GridEvidence, Payload, default_rules, sidecar
+    from benchc.gates.budget import ErrorBudget
+    from benchc.gates.engine import Commands, GateEngine
+    from benchc.gates.rules import merge_rules
+    from benchc.testing.dev.zoo import content_rotations
+
+    rng = np.random.default_rng(0)
+    n = 40
+    answers = rng.integers(0, 4, n)
+    clean = rng.normal(size=(n, 4)).astype(np.float32) * 3
+    cells = {f"fog-{s}": clean + rng.normal(size=(n, 4)).astype(np.float32) for s in (1, 3)}
+    ids = [f"s{i}" for i in range(n)]
+    ev = content_rotations(GridEvidence.from_conditions(ids, answers, np.full(n, 4), clean, cells))
+    rules = default_rules("family")
+    old = tuple(r for r in rules if r.figure not in ("circular_accuracy", "position_preference",
+                                                     "order_interaction"))  # fmt: skip
+    ref = BaselineRef("m", tmp_path / "m")
+    ref.folder.mkdir()
+    rel = sidecar.save(ref.folder, ev)
+    snap = Payload("weather", "family", "m", "d", n, {}, old, {}, ev)
+    ref.snapshot("family", "weather").write_text(snap.to_json(evidence_file=rel))
+    again = Commands(record_release=lambda: "pytest --snapshot-update X")
+    engine = GateEngine(ref, budget=ErrorBudget(0.01, {"family": len(rules)}), commands=again)
+    current = Payload("weather", "family", "m", "d", n, {}, rules, {}, ev)
+    decision = engine.decide_case(current, "test_family[weather]")
+    assert decision.action == "fail" and decision.records == ()
+    assert "predates gate(s) circular_accuracy, position_preference, order_interaction" in (
+        decision.message
+    )
+    assert decision.message.endswith("pytest --snapshot-update X")
+    # re-recorded, the snapshot's rules are the level's: the case is checked and passes
+    merged = Payload("weather", "family", "m", "d", n, {}, merge_rules(old, "family"), {}, ev)
+    ref.snapshot("family", "weather").write_text(merged.to_json(evidence_file=rel))
+    decision = engine.decide_case(current, "test_family[weather]")
+    assert decision.action == "pass"
+    assert {r["figure"] for r in decision.records} == {r.figure for r in rules}

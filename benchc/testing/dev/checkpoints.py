@@ -10,9 +10,10 @@ the same source, edit, strength and seed give the same bytes.
 Edits (:data:`EDITS`): the vision-to-language projector scaled down; the vision tower's
 weights perturbed; vision layers re-initialised; the language model fine-tuned briefly on text
 only; the vision tower fake-quantised to int8 / int4 (symmetric, per output channel); a random
-low-rank update merged into the language model. Benign re-releases: the checkpoint re-saved in
-bfloat16 (and loaded back in float32); other settings (attention implementation, batch size)
-are model arguments of the same folder, not edits.
+low-rank update merged into the language model; a brief fine-tune on fixed-order data (the
+answer always option A: a position-biased checkpoint). Benign re-releases: the checkpoint
+re-saved in bfloat16 (and loaded back in float32); other settings (attention implementation,
+batch size) are model arguments of the same folder, not edits.
 """
 
 from __future__ import annotations
@@ -243,6 +244,12 @@ def _bf16_resave(model: Any, strength: float, seed: int = 0) -> None:
                 p.copy_(p.to(torch.bfloat16).to(p.dtype))
 
 
+def fixed_order_finetune(model: Any, strength: float, seed: int = 0, *, source: Path) -> None:
+    """Position-biased: :func:`text_finetune` on fixed-order data, the answer always option A
+    (a checkpoint that learned "answer A when unsure")."""
+    text_finetune(model, strength, seed, source=source, answer_first=True)
+
+
 EDITS: tuple[Edit, ...] = (
     Edit("projector scaled down", scale_projector, (0.2, 0.4, 0.6)),
     Edit("vision tower perturbed", perturb_tower, (0.1, 0.2, 0.4)),
@@ -250,28 +257,18 @@ EDITS: tuple[Edit, ...] = (
     Edit("text-only fine-tune (steps)", text_finetune, (2, 5, 10), needs_source=True),
     Edit("vision tower quantised (bits)", quantize_tower, (8, 4, 3)),
     Edit("low-rank update merged", merge_low_rank, (0.05, 0.1, 0.2)),
+    Edit("fixed-order fine-tune (steps)", fixed_order_finetune, (5, 10, 25), needs_source=True),
     Edit("re-saved in bfloat16", _bf16_resave, (1,), benign=True),
 )
-
-
-def fixed_order_finetune(model: Any, strength: float, seed: int = 0, *, source: Path) -> None:
-    """:func:`text_finetune` on fixed-order data: the answer is always option A."""
-    text_finetune(model, strength, seed, source=source, answer_first=True)
-
-
-#: Position-biased edits (docs/spec.md §4, option order): measured by
-#: ``benchmarks/option_order.py``; they join :data:`EDITS` when gates read the option-order
-#: figures.
-ORDER_EDITS: tuple[Edit, ...] = (
-    Edit("fixed-order fine-tune (steps)", fixed_order_finetune, (10, 25, 50), needs_source=True),
-)
+#: The position-biased edits among them (docs/spec.md §4, option order), on their ladder.
+ORDER_EDITS: tuple[Edit, ...] = tuple(e for e in EDITS if e.fn is fixed_order_finetune)
 
 
 def edit(name: str) -> Edit:
-    for e in (*EDITS, *ORDER_EDITS):
+    for e in EDITS:
         if e.name == name:
             return e
-    known = [e.name for e in (*EDITS, *ORDER_EDITS)]
+    known = [e.name for e in EDITS]
     raise KeyError(f"no edit {name!r}; known: {known}")
 
 
