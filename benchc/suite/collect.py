@@ -123,6 +123,26 @@ def planned_conditions(items: list[pytest.Item], grid: list[str]) -> list[str]:
     return list(dict.fromkeys(planned))
 
 
+def planned_rotations(items: list[pytest.Item], grid: list[str]) -> list[str]:
+    """The rotated conditions (docs/spec.md §1, option order) the selected cases read: a family
+    case its family's, a model case gating an option-order figure the whole selection's."""
+    from benchc import spec
+    from benchc.gates.figures import reads_rotations
+
+    rotated = spec.order_conditions(grid)
+    wanted: set[str] = set()
+    for item in items:
+        params = _params(item)
+        if "benchc_family" in params and reads_rotations("family"):
+            cells = spec.family_cells(grid).get(params["benchc_family"], [])
+            wanted.update(c for c in rotated if c == spec.CLEAN or c in cells)
+        elif "benchc_model_figure" in params and reads_rotations(
+            "model", [params["benchc_model_figure"]]
+        ):
+            wanted.update(rotated)
+    return [c for c in rotated if c in wanted]
+
+
 def drop_skipped_sample_cases(
     config: pytest.Config, items: list[pytest.Item], state: SuiteSession
 ) -> None:
@@ -165,6 +185,7 @@ def _load(config: pytest.Config, items: list[pytest.Item], state: SuiteSession) 
 
     _check_outputs(config, state)
     state.planned_conditions = planned_conditions(items, state.cfg.conditions)
+    state.planned_rotations = planned_rotations(items, state.cfg.conditions)
     _ = state.dataset
     suite = [i for i in items if is_suite_item(i)]
     vsi = any("benchc_vsi_figure" in _params(i) for i in suite)
@@ -198,10 +219,12 @@ def _load(config: pytest.Config, items: list[pytest.Item], state: SuiteSession) 
 def stored_entries(state: SuiteSession, *, grid: bool, vsi: bool) -> dict[str, list[str]]:
     """The stored entries the selected cases read: run tag (``grid``, ``vsi``) -> names."""
     from benchc import spec
+    from benchc.results.reader import order_name
 
     out: dict[str, list[str]] = {}
     if grid and state.planned_conditions:
-        out["grid"] = [spec.CLEAN, *state.planned_conditions]
+        rotated = [order_name(c) for c in state.planned_rotations]
+        out["grid"] = [spec.CLEAN, *state.planned_conditions, *rotated]
     if vsi:
         out["vsi"] = [state.vsi_run.vsi_name]
     return out

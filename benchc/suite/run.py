@@ -477,10 +477,16 @@ class SuiteRun:
                 self.lookahead.schedule((other, 0, stop), self._builder(other, 0, stop))
                 return
 
-    def pending_queries(self, keys: Sequence[str]) -> int:
-        """Queries the conditions ``keys`` still need (the stored ones need none)."""
+    def pending_queries(self, keys: Sequence[str], rotated: Sequence[str] = ()) -> int:
+        """Queries the conditions ``keys`` and the rotations of ``rotated`` still need (the
+        stored ones need none): one per sample and condition, R - 1 per sample and rotated
+        condition."""
+        from benchc.data.rotations import n_rotations
+
         todo = [k for k in dict.fromkeys(keys) if not self.store.has(k)]
-        return len(todo) * len(self.dataset)
+        extra = int(sum(n_rotations(int(k)) - 1 for k in self.dataset.n_options))
+        rot = [k for k in dict.fromkeys(rotated) if not self.store.has(order_name(k))]
+        return len(todo) * len(self.dataset) + len(rot) * extra
 
     def attach_progress(self, progress: Any) -> None:
         """Report each scored batch to ``progress`` (a :class:`benchc.suite.progress.RunProgress`

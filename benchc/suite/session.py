@@ -162,6 +162,8 @@ class SuiteSession:
     _baseline: BaselineRef | None = None
     #: Conditions the selected cases need, in run order (set after collection).
     planned_conditions: list[str] = field(default_factory=list)
+    #: Conditions whose option rotations the selected cases read (docs/spec.md §1).
+    planned_rotations: list[str] = field(default_factory=list)
     #: Run keys computed elsewhere, by dataset fingerprint (a Ray driver's actors', or
     #: ``--from-store``'s manifests): the runs read and write under them.
     run_keys: dict[str, RunKey] = field(default_factory=dict)

@@ -139,7 +139,7 @@ def test_the_suite_runs_end_to_end_over_transformers_serve(
         "-p",
         "no:randomly",
     ]
-    cases = 2 + 1 + 10  # two cells, the noise family, the model-level gates
+    cases = 2 + 1 + 15  # two cells, the noise family, the model-level gates
     result = project.runpytest_inprocess(*args, "--snapshot-update")
     result.assert_outcomes(passed=cases, skipped=2)
     out = result.stdout.str()

@@ -142,3 +142,33 @@ def test_rotations_of_conditions_outside_the_grid_are_refused():
     bad = OrderLogits(("clean", "snow-3"), ev.order.logits, ev.order.offsets)
     with pytest.raises(ValueError, match="rotated conditions not in the grid"):
         GridEvidence(ev.ids, ev.answers, ev.n_options, ev.conditions, ev.logits, order=bad)
+
+
+def test_the_run_plans_the_rotations_its_selected_cases_read_and_counts_their_queries():
+    """``-k`` decides which rotated conditions are scored (a family its own, a model-level
+    option-order gate all of them, a cell none), and the progress total counts their queries."""
+    from types import SimpleNamespace
+
+    from benchc.suite.collect import planned_rotations
+
+    def item(**params):
+        return SimpleNamespace(callspec=SimpleNamespace(params=params))
+
+    grid = ["fog-1", "fog-3", "gaussian_noise-3", "gaussian_noise-5"]
+    assert planned_rotations([item(benchc_cell="fog-3")], grid) == []
+    assert planned_rotations([item(benchc_model_figure="ras")], grid) == []
+    assert planned_rotations([item(benchc_family="weather")], grid) == ["clean", "fog-3"]
+    every = planned_rotations([item(benchc_model_figure="position_preference")], grid)
+    assert every == ["clean", "fog-3", "gaussian_noise-3"]
+
+
+def test_pending_queries_count_each_rotation_once():
+    from types import SimpleNamespace
+
+    from benchc.suite.run import SuiteRun
+
+    run = SuiteRun.__new__(SuiteRun)  # only its store and dataset are read
+    run.store = SimpleNamespace(has=lambda name: name == "order.clean")  # clean's are stored
+    run.dataset = type("D", (), {"n_options": np.array([2, 4, 7]), "__len__": lambda _: 3})()
+    # fog-3: 3 samples in the given order, and 1 + 3 + 5 other rotations (K = 2, 4, 7 -> 6)
+    assert run.pending_queries(["fog-3"], ["clean", "fog-3"]) == 3 + 9
