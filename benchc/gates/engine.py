@@ -213,8 +213,8 @@ class GateEngine:
     def _missing(self, scope: str, path: Path) -> str:
         return (
             f"baseline {self.baseline.label} has no snapshot of case {scope} (expected {path}): "
-            f"it was recorded over other cells. Record them from the released checkpoint:\n"
-            f"    {self.commands.record_release()}"
+            f"it was recorded over other cells, or before this gate existed. Record them from "
+            f"the released checkpoint:\n    {self.commands.record_release()}"
         )
 
     def decide_sample(
