@@ -172,3 +172,21 @@ def test_pending_queries_count_each_rotation_once():
     run.dataset = type("D", (), {"n_options": np.array([2, 4, 7]), "__len__": lambda _: 3})()
     # fog-3: 3 samples in the given order, and 1 + 3 + 5 other rotations (K = 2, 4, 7 -> 6)
     assert run.pending_queries(["fog-3"], ["clean", "fog-3"]) == 3 + 9
+
+
+def test_plan_lists_the_option_order_gates_with_the_mdrs_the_baseline_recorded():
+    from pathlib import Path
+
+    from benchc.gates.plan import plan
+    from benchc.gates.snapshot import load_baseline
+
+    folder = Path(__file__).resolve().parents[2] / "thresholds" / "tiny-vlm"
+    rows = {(r.level, r.scope, r.figure): r for r in plan(folder)}
+    for name in ORDER_FIGURES:
+        recorded = load_baseline(folder / f"model-{name}.json").figures[name].mdr
+        assert rows[("model", "model", name)].mdr == pytest.approx(recorded, abs=1e-6), name
+    family = load_baseline(folder / "family-weather.json")
+    for name in ("circular_accuracy", "position_preference", "order_interaction"):
+        assert rows[("family", "weather", name)].mdr == pytest.approx(
+            family.figures[name].mdr, abs=1e-6
+        )
