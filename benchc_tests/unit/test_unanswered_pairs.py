@@ -136,10 +136,10 @@ def test_a_served_model_that_never_names_an_option_crashes_the_verdict_and_names
         assert result.ret == 7  # the verdict table's CRASHED, not a regression's 1
         result.stdout.fnmatch_lines(
             [
-                "CRASHED: 12 gated case(s) raised before their gates were checked*",
+                "CRASHED: 17 gated case(s) raised before their gates were checked*",
                 "  cases that raised before their gates were checked:",
-                "    - 12 case(s) raised (test_cell[[]pixelate-2[]], test_family[[]digital[]], "
-                f"test_model[[]accuracy[]] and 9 more): {said}*",
+                "    - 17 case(s) raised (test_cell[[]pixelate-2[]], test_family[[]digital[]], "
+                f"test_model[[]accuracy[]] and 14 more): {said}*",
             ]
         )
         assert "INCONCLUSIVE" not in result.stdout.str()
@@ -147,9 +147,9 @@ def test_a_served_model_that_never_names_an_option_crashes_the_verdict_and_names
     recorded.assert_outcomes(failed=17, skipped=2)
     recorded.stdout.fnmatch_lines(
         [
-            "baseline silent (*) is incomplete: 12 case(s) raised and recorded nothing (no later "
+            "baseline silent (*) is incomplete: 17 case(s) raised and recorded nothing (no later "
             "run can gate them until they are recorded):",
-            f"  12 case(s) raised (*): {said}*",
+            f"  17 case(s) raised (*): {said}*",
         ]
     )
     out = recorded.stdout.str()
