@@ -173,11 +173,20 @@ def evidence_run(base: SnapshotBaseline) -> StoredRun | None:
     """The baseline's full grid from the snapshots' own per-sample sidecar (the option logits
     the paired gates resample), as a run the report draws like any other; None when the
     snapshots carry no such sidecar or it cannot be read."""
-    found = _sidecar(base, list(base.model.values()), "grid")
+    from benchc.metrics.figures import definition
+
+    payloads = sorted(  # a sidecar with the option rotations first (the same logits beside)
+        base.model.values(), key=lambda p: not any(definition(f).rotations for f in p.figures)
+    )
+    found = _sidecar(base, payloads, "grid")
     if found is None:
         return None
     payload, rel, ev = found
     n, _, k = ev.logits.shape
+    order = {}
+    if ev.order is not None:
+        for i, key in enumerate(ev.order.conditions):
+            order[key] = {"option_logits": ev.order.logits[:, i], "offsets": ev.order.offsets}
     info = payload.info
     return StoredRun(
         path=base.folder / rel,
@@ -194,6 +203,7 @@ def evidence_run(base: SnapshotBaseline) -> StoredRun | None:
         severities=ev.severities,
         clean_logits=ev.logits[:, 0],
         logits=ev.logits[:, 1:].reshape(n, len(ev.corruptions), len(ev.severities), k),
+        order=order,
     )
 
 

@@ -43,8 +43,12 @@ def benchc_run(benchc_session: SuiteSession, pytestconfig: pytest.Config) -> Ite
     from benchc.suite.progress import for_session
 
     # an xdist worker does not know its share of the cells: queries and rate, no ETA
-    total = None if worker else run.pending_queries(
-        benchc_session.planned_conditions, benchc_session.planned_rotations
+    total = (
+        None
+        if worker
+        else run.pending_queries(
+            benchc_session.planned_conditions, benchc_session.planned_rotations
+        )
     )
     run.attach_progress(for_session(pytestconfig, benchc_session.cfg.progress, total, worker))
     yield run

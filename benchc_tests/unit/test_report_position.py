@@ -318,3 +318,16 @@ def test_a_run_with_only_clean_rotated_draws_clean_only(tmp_path, dataset):
     svg = plots.render_all(doc, [FIGURE])[FIGURE]
     assert "current · clean" in _svg_texts(svg)
     assert not any("corrupted" in t for t in _svg_texts(svg))
+
+
+def test_a_baseline_of_snapshots_draws_its_side_from_the_recorded_rotations():
+    """The committed baseline's model-level option-order snapshots carry the rotations: a
+    report against it draws the baseline's accuracy by position too, not only the candidate's."""
+    from benchc.report.baseline import evidence_run, read_folder
+
+    folder = Path(__file__).resolve().parents[2] / "thresholds" / "tiny-vlm"
+    run = evidence_run(read_folder(folder))
+    assert run is not None and set(run.order) >= {"clean", "fog-3", "pixelate-3"}
+    block = position_accuracy(run)
+    assert block is not None and block["positions"] == ["A", "B", "C", "D"]
+    assert len(block["corrupted_conditions"]) == 19 and sum(block["n_clean"]) == 115 * 4
