@@ -251,7 +251,8 @@ def test_suite_report_and_compare_read_every_run_a_server_gives(pytester, tmp_pa
             if name == "sampling":
                 # one summary line per reason, counting its gates
                 assert "- 2 gates (gap: 1 vsi; insensitive_fraction: 1 vsi): VSI" in out
-                assert "queries scored 10 by sampling (server returned no logprobs)" in out
+                # 5 samples x (clean + 1 cell), and their 3 other option orders on both
+                assert "queries scored 40 by sampling (server returned no logprobs)" in out
         doc = json.loads((tmp_path / f"report-{name}" / "report.json").read_text())
         runs[name] = doc["series"][0]
         stored = sorted((tmp_path / f"results-{name}" / "tiny").iterdir())
