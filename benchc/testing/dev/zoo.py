@@ -205,7 +205,7 @@ GRID_MUTANTS: tuple[Mutant, ...] = (
     Mutant("family_fragility", family_fragility, (0.5, 1.0, 2.0), 1.0, False,
            "family:blur:accuracy"),
     Mutant("position_bias", position_bias, (0.25, 0.5, 1.0), 0.5, False,
-           "model:circular_accuracy"),
+           "model:position_preference"),
 )  # fmt: skip
 VSI_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
