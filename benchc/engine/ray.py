@@ -388,7 +388,10 @@ class Cluster:
         if not queue.done(chunk):
             return  # a duplicate: those bytes are stored already
         run.store.save_part(chunk.name, chunk.start, arrays)
-        self.scored += chunk.stop - chunk.start
+        rows = chunk.stop - chunk.start
+        # a rotated entry's row holds its sample's other orders: one query each
+        offsets = arrays.get("offsets")
+        self.scored += rows if offsets is None else int((offsets >= 0).sum()) - rows
         if queue.left(chunk.run, chunk.name) == 0:
             run.store.assemble(chunk.name, len(run.dataset), run.chunk_rows)
 

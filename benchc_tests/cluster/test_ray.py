@@ -28,9 +28,9 @@ pytestmark = pytest.mark.cluster
 
 REPO = Path(__file__).resolve().parents[2]
 #: A tiny grid: 2 corruptions x 1 severity on 40 samples in chunks of 16 rows (3 per entry),
-#: VSI included: 12 chunks.
+#: VSI included, and the option rotations of clean and both cells: 21 chunks.
 GRID = ["--corruptions=fog,gaussian_noise", "--severities=1", "--limit=40", "--batch-size=4"]
-CHUNKS = 12
+CHUNKS = 21
 
 
 @pytest.fixture(scope="module")
@@ -111,10 +111,12 @@ def distributed(work: Path, single, cluster_address: str) -> tuple[Path, str]:
 
 def test_two_actors_store_a_single_processs_bytes(single, distributed):
     (alone, alone_out), (results, out) = single, distributed
-    assert ray_note(out) == {"chunks": CHUNKS, "queries": 4 * 40, "actors": 2, "redone": 0,
-                             "duplicates": 0, "already": 0}  # fmt: skip
+    # 4 entries of 40 queries, and 3 rotated ones of 40 samples x 3 other orders of 4 options
+    assert ray_note(out) == {"chunks": CHUNKS, "queries": 4 * 40 + 3 * 40 * 3, "actors": 2,
+                             "redone": 0, "duplicates": 0, "already": 0}  # fmt: skip
     expected = digests(alone)
-    assert len(expected) == 6  # clean, fog-1, gaussian_noise-1, vsi, and two sample tables
+    # clean, fog-1, gaussian_noise-1, their rotations (order.*), vsi, and two sample tables
+    assert len(expected) == 9
     assert digests(results) == expected
     assert outcomes(out) == outcomes(alone_out) and outcomes(out)
     # the device class is in the run key: another folder than the single process's
