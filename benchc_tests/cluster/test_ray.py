@@ -129,6 +129,7 @@ def test_killed_actors_lose_no_chunk_and_change_no_byte(work, single, cluster_ad
     import ray
 
     from benchc.engine.ray import Cluster
+    from benchc.spec import order_conditions
     from benchc.suite.collect import stored_entries
     from benchc.suite.config import SuiteConfig
     from benchc.suite.session import SuiteSession
@@ -139,6 +140,7 @@ def test_killed_actors_lose_no_chunk_and_change_no_byte(work, single, cluster_ad
                       cache_dir=work / "cache", executor="ray", ray_actors=2)  # fmt: skip
     state = SuiteSession(cfg)
     state.planned_conditions = cfg.conditions
+    state.planned_rotations = order_conditions(cfg.conditions)  # what family cases read
     returned = {0: 0, 1: 0}
     killed: list[str] = []
     with Cluster.start(state, vsi=True) as cluster:
@@ -186,7 +188,7 @@ def test_from_store_gates_without_the_model(work, distributed):
         weights.unlink()  # no forward pass is possible: there is no model
     gated = finished(suite(work, work / "unused", f"--from-store={results}"))
     assert outcomes(gated) == outcomes(out)
-    assert f"from store: {results} (4 entries read, no query scored)" in gated
+    assert f"from store: {results} (7 entries read, no query scored)" in gated
     assert "throughput:" not in gated and "ray:" not in gated
     # a store lacking chunks: one line naming them, nothing computed
     partial = work / "partial"
