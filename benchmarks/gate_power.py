@@ -167,6 +167,12 @@ def main() -> None:
     ap.add_argument("--results-dir", type=Path, default=Path(".benchc/gate-power"))
     ap.add_argument("--quick", action="store_true", help="one strength per mutant (smoke run)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="gate only this variant (repeatable; the resamples stay the same)",
+    )
     args = ap.parse_args()
 
     cfg = SuiteConfig(
@@ -209,6 +215,8 @@ def main() -> None:
             out = Outputs(carrier.grid, m.fn(carrier.vsi, s))
             variants.append((m.name, "mutant", f"{s:g}", m.target, out))
 
+    if args.only:
+        variants = [v for v in variants if v[0] in args.only]
     budget = budget_for(ref, args.budget)
     rng = np.random.default_rng(args.seed)
     n, nv = len(ref.grid.ids), len(ref.vsi.ids)

@@ -19,7 +19,7 @@ from benchc.metrics.options import option_probs
 from benchc.models.base import Backend, Query
 from benchc.models.collate import score
 
-__all__ = ["RotationScores", "rotated_queries", "score_rotations"]
+__all__ = ["RotationScores", "by_slot", "offset_table", "rotated_queries", "score_rotations"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,28 @@ class RotationScores:
 def rotated_queries(query: Query, offsets: Sequence[int]) -> list[Query]:
     """``query`` once per rotation in ``offsets`` (rotation 0 is the query itself)."""
     return [query if r == 0 else replace(query, options=rotate(query.options, r)) for r in offsets]
+
+
+def by_slot(rows: np.ndarray, plans: Sequence[Sequence[int]], width: int) -> np.ndarray:
+    """Rows of one flat scoring (one per sample and rotation in its ``plans`` entry, in that
+    order) as (N, ``width``, K) float32, NaN in the slots a sample does not use and in K
+    padding."""
+    rows = np.asarray(rows, dtype=np.float32)
+    out = np.full((len(plans), width, rows.shape[1]), np.nan, dtype=np.float32)
+    at = 0
+    for i, plan in enumerate(plans):
+        out[i, : len(plan)] = rows[at : at + len(plan)]
+        at += len(plan)
+    return out
+
+
+def offset_table(plans: Sequence[Sequence[int]], width: int) -> np.ndarray:
+    """(N, ``width``) int64: each sample's rotations (:func:`benchc.data.rotations.rotations`),
+    -1 in the slots it does not use."""
+    out = np.full((len(plans), width), -1, dtype=np.int64)
+    for i, plan in enumerate(plans):
+        out[i, : len(plan)] = plan
+    return out
 
 
 def score_rotations(
@@ -55,16 +77,9 @@ def score_rotations(
         plan.append(rotations(len(q.options), q.id, seed))
     flat = [rq for q, offs in zip(queries, plan, strict=True) for rq in rotated_queries(q, offs)]
     logits = np.asarray(score(backend, flat, batch_size=batch_size).option_logits, np.float64)
-    n = len(queries)
     r_max = max(len(offs) for offs in plan)
-    k_max = logits.shape[1]
     k = np.array([len(q.options) for q in queries], dtype=np.int64)
-    probs = np.full((n, r_max, k_max), np.nan, dtype=np.float32)
-    offsets = np.full((n, r_max), -1, dtype=np.int64)
-    row = 0
-    for i, offs in enumerate(plan):
-        block = logits[row : row + len(offs)]
-        probs[i, : len(offs)] = option_probs(block, np.full(len(offs), k[i]))
-        offsets[i, : len(offs)] = offs
-        row += len(offs)
-    return RotationScores(probs, offsets, k)
+    stacked = by_slot(logits, plan, r_max)
+    k_max = stacked.shape[-1]
+    probs = option_probs(stacked.reshape(-1, k_max), np.repeat(k, r_max)).reshape(stacked.shape)
+    return RotationScores(probs.astype(np.float32), offset_table(plan, r_max), k)

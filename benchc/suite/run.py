@@ -392,7 +392,7 @@ class SuiteRun:
         """Rows ``start:stop`` of condition ``key`` under their rotations other than 0, in the
         backend's own batches (the same image and question, the options rotated)."""
         from benchc.data.rotations import n_rotations, rotations
-        from benchc.models.rotations import rotated_queries
+        from benchc.models.rotations import by_slot, offset_table, rotated_queries
 
         plans: list[tuple[int, ...]] = []
 
@@ -412,14 +412,9 @@ class SuiteRun:
         self.scored_queries += len(out.option_logits)
         r_max = n_rotations(self.k_max)
         logits = np.full((stop - start, r_max - 1, self.k_max), np.nan, dtype=np.float32)
-        offsets = np.full((stop - start, r_max), -1, dtype=np.int64)
-        width, row = out.option_logits.shape[1], 0
-        for i, plan in enumerate(plans):
-            rows = out.option_logits[row : row + len(plan) - 1]
-            logits[i, : len(plan) - 1, :width] = rows
-            offsets[i, : len(plan)] = plan
-            row += len(plan) - 1
-        return {"option_logits": logits, "offsets": offsets}
+        others = by_slot(out.option_logits, [p[1:] for p in plans], r_max - 1)
+        logits[..., : others.shape[-1]] = others
+        return {"option_logits": logits, "offsets": offset_table(plans, r_max)}
 
     def chunks(self, name: str) -> list[tuple[int, int]]:
         """Entry ``name``'s chunks as ``(start, stop)`` rows: the store's unit of resumption."""
